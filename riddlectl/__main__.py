@@ -1,0 +1,3 @@
+from riddlectl.cli import main
+
+main()

@@ -1,0 +1,122 @@
+"""Reading and writing riddle documents: bytes ⇄ validated `Riddle`.
+
+All parsing goes through orjson (which refuses nesting deeper than 1024 levels) after a
+size check, so a hostile document costs bounded time and memory. The first request
+format (SPEC §2.1) is converted to the canonical one before validation.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+from pydantic import ValidationError
+
+from riddlectl.errors import InvalidDocument
+from riddlectl.models import Riddle
+
+MAX_DOCUMENT_BYTES = 4 * 1024 * 1024
+
+
+def loads(raw: bytes, where: str, limit: int = MAX_DOCUMENT_BYTES) -> Any:
+    """Parse JSON bytes, refusing documents over `limit` bytes."""
+    if len(raw) > limit:
+        raise InvalidDocument(f"document is {len(raw)} bytes, over the {limit}-byte limit", where=where)
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise InvalidDocument(f"not valid JSON: {exc}", where=where) from exc
+
+
+def dumps(riddle: Riddle) -> bytes:
+    return orjson.dumps(riddle.to_json())
+
+
+def split_submission(raw: bytes, where: str, limit: int = MAX_DOCUMENT_BYTES) -> list[Any]:
+    """The documents in a submission: one object, an array of them, or JSON Lines."""
+    text = raw.strip()
+    if not text:
+        raise InvalidDocument("no document given", where=where)
+    try:
+        value = loads(text, where, limit * 16)
+    except InvalidDocument:
+        if b"\n" not in text:
+            raise
+        return _json_lines(text, where, limit)
+    return value if isinstance(value, list) else [value]
+
+
+def _json_lines(text: bytes, where: str, limit: int) -> list[Any]:
+    docs = []
+    for number, line in enumerate(text.split(b"\n"), start=1):
+        if line.strip():
+            docs.append(loads(line, f"{where}:{number}", limit))
+    return docs
+
+
+def is_legacy(obj: dict[str, Any]) -> bool:
+    """True for the first design's request shape (SPEC §2.1)."""
+    spec = obj.get("riddle")
+    legacy_spec = isinstance(spec, dict) and ("solution_before" in spec or "review_before" in spec)
+    legacy_data = any(isinstance(d, dict) and "file" in d for d in obj.get("data") or [])
+    return "steps" in obj or "trial" in obj or legacy_spec or legacy_data
+
+
+def from_legacy(obj: dict[str, Any]) -> dict[str, Any]:
+    """Convert the first request format to the canonical form; empty strings mean absent."""
+    doc = {k: v for k, v in obj.items() if k not in ("steps", "trial")}
+    status = dict(doc.get("status") or {})
+    for step, required in (obj.get("steps") or {}).items():
+        status[step] = {**(status.get(step) or {}), "required": bool(required)}
+    if obj.get("trial") not in (None, ""):
+        status["trial"] = obj["trial"]
+    doc["status"] = status
+    if isinstance(obj.get("riddle"), dict):
+        doc["riddle"] = _legacy_spec(obj["riddle"])
+    doc["data"] = [_legacy_item(d) if isinstance(d, dict) else d for d in obj.get("data") or []]
+    return doc
+
+
+def _legacy_spec(spec: dict[str, Any]) -> dict[str, Any]:
+    out = {k: v for k, v in spec.items() if k not in ("solution_before", "review_before")}
+    before = spec.get("solution_before")
+    if before not in (None, ""):
+        review = spec.get("review_before") or None
+        earlier = {"solution": before, "accepted": False, "review": review}
+        out["solutions_before"] = [*(spec.get("solutions_before") or []), earlier]
+    return out
+
+
+def _legacy_item(item: dict[str, Any]) -> dict[str, Any]:
+    out = {k: v for k, v in item.items() if k not in ("file", "extraction")}
+    if item.get("file") not in (None, ""):
+        out.setdefault("file_plain", item["file"])
+    if item.get("extraction") not in (None, ""):
+        out.setdefault("file_extracted", item["extraction"])
+    return out
+
+
+def to_riddle(obj: Any, where: str, default_id: str | None = None) -> Riddle:
+    """Validate one parsed document; the first problem is reported with its field path."""
+    if not isinstance(obj, dict):
+        raise InvalidDocument(f"expected a JSON object, got {type(obj).__name__}", where=where)
+    if is_legacy(obj):
+        obj = from_legacy(obj)
+    if obj.get("id") in (None, "") and default_id is not None:
+        obj = {**obj, "id": default_id}
+    try:
+        return Riddle.model_validate(obj)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        field = ".".join(str(part) for part in error["loc"]) or None
+        raise InvalidDocument(_first_line(error["msg"]), where=where, field=field) from None
+
+
+def _first_line(message: str) -> str:
+    lines = message.strip().splitlines() or ["invalid"]
+    return lines[0].removeprefix("Value error, ")
+
+
+def parse(raw: bytes, where: str, default_id: str | None = None) -> Riddle:
+    """Bytes of one document → `Riddle`, or `InvalidDocument` naming `where` and the field."""
+    return to_riddle(loads(raw, where), where, default_id)

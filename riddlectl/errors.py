@@ -1,0 +1,74 @@
+"""One error tree for riddlectl, and the exit codes the command line maps it to.
+
+Every error carries the place at fault (`where`: a file, an id, `<stdin>:3`) and, when
+known, the field; `str(error)` is the one line a user sees on stderr.
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+
+class ExitCode(IntEnum):
+    """Exit codes of SPEC §4."""
+
+    OK = 0
+    FAILED = 1
+    USAGE = 2
+    UNKNOWN_ID = 3
+    TIMEOUT = 4
+
+
+class RiddleError(Exception):
+    """Base of every error riddlectl raises on purpose."""
+
+    exit_code: ExitCode = ExitCode.USAGE
+
+    def __init__(self, message: str, *, where: str | None = None, field: str | None = None):
+        self.message = message
+        self.where = where
+        self.field = field
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        place = ": ".join(p for p in (self.where, self.field) if p)
+        return f"{place}: {self.message}" if place else self.message
+
+
+class InvalidDocument(RiddleError):
+    """A document that is not a valid riddle (bad JSON, wrong type, bad id, bad answer)."""
+
+
+class InvalidData(RiddleError):
+    """A data item that cannot be used: outside the data dir, missing, too big, not UTF-8."""
+
+
+class DuplicateId(RiddleError):
+    """An id that is already in the spool, final or not."""
+
+
+class UnknownRiddle(RiddleError):
+    exit_code = ExitCode.UNKNOWN_ID
+
+
+class WaitTimeout(RiddleError):
+    exit_code = ExitCode.TIMEOUT
+
+
+class ConfigError(RiddleError):
+    """Bad settings: a config file that does not parse, an unknown handler, a bad flag."""
+
+
+class HandlerRefused(Exception):
+    """Raised by a handler when the riddle cannot be handled and retrying would not help.
+
+    The riddle fails at once (the external-command equivalent is exit status 65).
+    """
+
+
+class HandlerFailed(Exception):
+    """A handler attempt that went wrong in a way worth retrying (crash, bad output)."""
+
+
+class HandlerTimeout(HandlerFailed):
+    """A handler ran past its timeout and was stopped."""

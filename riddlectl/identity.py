@@ -1,0 +1,25 @@
+"""Who is acting: the agent name, host and pid recorded in claims, history and events."""
+
+from __future__ import annotations
+
+import os
+import socket
+from dataclasses import dataclass, field
+from functools import cache
+
+
+@cache
+def hostname() -> str:
+    return socket.gethostname()
+
+
+@dataclass(frozen=True)
+class Actor:
+    """An agent (or a command) acting on riddles."""
+
+    name: str
+    host: str = field(default_factory=hostname)
+    pid: int = field(default_factory=os.getpid)
+
+    def as_dict(self) -> dict[str, object]:
+        return {"agent": self.name, "host": self.host, "pid": self.pid}

@@ -1,0 +1,98 @@
+"""An in-memory spool: the filesystem spool's twin for fast tests of the pipeline logic.
+
+Same contract, same ordering, same claim semantics (a claim is exclusive until committed
+or released), no durability. Thread-safe.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterable
+
+from riddlectl.errors import UnknownRiddle
+from riddlectl.models import Riddle
+from riddlectl.queues import Queue, route
+from riddlectl.spool import Claim, Spool, order_key, retry_at, stamp
+
+
+class MemorySpool(Spool):
+    def __init__(self) -> None:
+        self._docs: dict[Queue, dict[str, Riddle]] = {q: {} for q in Queue}
+        self._claimed: set[str] = set()
+        self._mutex = threading.Condition()
+
+    def init(self) -> None:
+        pass
+
+    def add(self, riddles: Iterable[Riddle], queue: Queue | None = None) -> None:
+        riddles = list(riddles)
+        with self._mutex:
+            self.refuse_duplicates(riddles)
+            for riddle in riddles:
+                self._docs[queue or route(riddle)][riddle.id or ""] = stamp(riddle)
+
+    def claim(self, queue: Queue, limit: int = 1, now: float | None = None) -> list[Claim]:
+        now = time.time() if now is None else now
+        with self._mutex:
+            ready = [
+                r
+                for r in self._docs[queue].values()
+                if r.id not in self._claimed and retry_at(r) <= now
+            ]
+            ready.sort(key=order_key)
+            claims = []
+            for riddle in ready[:limit]:
+                self._claimed.add(riddle.id or "")
+                claims.append(Claim(riddle.model_copy(deep=True), queue))
+            return claims
+
+    def claim_id(self, riddle_id: str, wait: float = 5.0) -> Claim:
+        deadline = time.monotonic() + wait
+        with self._mutex:
+            while riddle_id in self._claimed:
+                if not self._mutex.wait(max(0.0, deadline - time.monotonic())):
+                    raise TimeoutError(f"{riddle_id}: busy, claimed by an agent")
+            found = self.find(riddle_id)
+            if found is None:
+                raise UnknownRiddle("no such riddle in the spool", where=riddle_id)
+            self._claimed.add(riddle_id)
+            queue, riddle = found
+            return Claim(riddle.model_copy(deep=True), queue)
+
+    def commit(self, claim: Claim, riddle: Riddle, to: Queue) -> Riddle:
+        stored = stamp(riddle)
+        with self._mutex:
+            self._docs[claim.queue].pop(claim.riddle.id or "", None)
+            self._docs[to][stored.id or ""] = stored
+            self._unclaim(claim)
+        return stored.model_copy(deep=True)
+
+    def release(self, claim: Claim) -> None:
+        with self._mutex:
+            self._unclaim(claim)
+
+    def delete(self, claim: Claim) -> None:
+        with self._mutex:
+            self._docs[claim.queue].pop(claim.riddle.id or "", None)
+            self._unclaim(claim)
+
+    def _unclaim(self, claim: Claim) -> None:
+        self._claimed.discard(claim.riddle.id or "")
+        self._mutex.notify_all()
+
+    def find(self, riddle_id: str) -> tuple[Queue, Riddle] | None:
+        with self._mutex:
+            for queue, docs in self._docs.items():
+                if riddle_id in docs:
+                    return queue, docs[riddle_id].model_copy(deep=True)
+        return None
+
+    def ids(self, queue: Queue) -> list[str]:
+        with self._mutex:
+            return list(self._docs[queue])
+
+    def read(self, queue: Queue, riddle_id: str) -> Riddle | None:
+        with self._mutex:
+            riddle = self._docs[queue].get(riddle_id)
+            return None if riddle is None else riddle.model_copy(deep=True)

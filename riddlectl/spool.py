@@ -1,0 +1,153 @@
+"""The spool contract: what the pipeline needs from storage, and nothing more.
+
+Queue semantics (routing, retries, trials) live in the agents; a spool only stores
+documents in named queues and hands out exclusive claims on them. `FsSpool` is the
+filesystem implementation, `MemorySpool` its in-memory twin for fast tests; both are
+held to one contract test suite (tests/contract). A later PostgreSQL spool slots in
+behind the same methods.
+"""
+
+from __future__ import annotations
+
+import abc
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from riddlectl.errors import DuplicateId, UnknownRiddle
+from riddlectl.models import Riddle
+from riddlectl.queues import Queue
+
+# Claims abandoned in a row (their agent died holding them) before the riddle is poison.
+DEFAULT_MAX_ABANDONED = 5
+
+
+@dataclass
+class Claim:
+    """An exclusive hold on one riddle in one queue, until committed or released."""
+
+    riddle: Riddle
+    queue: Queue
+    abandoned: int = 0  # claims of this riddle whose agent died before finishing, in a row
+    token: Any = field(default=None, repr=False)  # the backend's lock handle
+
+
+@dataclass(frozen=True)
+class Corrupt:
+    """A file in an inbox that could not be read as a riddle."""
+
+    name: str
+    reason: str
+
+
+class Spool(abc.ABC):
+    """Storage of riddle documents in queues, with exclusive claims.
+
+    Invariants every implementation keeps: an id is in exactly one queue once any
+    interrupted commit is resolved (the copy with the higher `rev` wins); `rev` grows by
+    one on every commit; a claim's holder dying releases the claim.
+    """
+
+    @abc.abstractmethod
+    def init(self) -> None:
+        """Create the layout; idempotent."""
+
+    @abc.abstractmethod
+    def add(self, riddles: Iterable[Riddle], queue: Queue | None = None) -> None:
+        """Store new riddles, each in `queue` or the queue its routing names.
+
+        Refuses with `DuplicateId` (storing none) when any id is already in the spool.
+        """
+
+    @abc.abstractmethod
+    def claim(self, queue: Queue, limit: int = 1, now: float | None = None) -> list[Claim]:
+        """Claim up to `limit` due riddles of `queue`: highest priority, then oldest.
+
+        Riddles held by another claim or whose `retry_at` lies after `now` are skipped;
+        an empty queue gives an empty list.
+        """
+
+    @abc.abstractmethod
+    def claim_id(self, riddle_id: str, wait: float = 5.0) -> Claim:
+        """Claim one riddle wherever it is, waiting up to `wait` s for its current holder.
+
+        `UnknownRiddle` when no queue has it; `TimeoutError` when it stays claimed.
+        """
+
+    @abc.abstractmethod
+    def commit(self, claim: Claim, riddle: Riddle, to: Queue) -> Riddle:
+        """Atomically store `riddle` in `to` (rev + 1), remove it from the claim's queue,
+        and release the claim. Returns the stored document."""
+
+    @abc.abstractmethod
+    def release(self, claim: Claim) -> None:
+        """Give a claim back without changing the document."""
+
+    @abc.abstractmethod
+    def find(self, riddle_id: str) -> tuple[Queue, Riddle] | None:
+        """Where a riddle is and what it holds; None when unknown."""
+
+    @abc.abstractmethod
+    def ids(self, queue: Queue) -> list[str]:
+        """The ids in one queue, in no particular order."""
+
+    @abc.abstractmethod
+    def read(self, queue: Queue, riddle_id: str) -> Riddle | None:
+        """One document from one queue, None when it is not there."""
+
+    @abc.abstractmethod
+    def delete(self, claim: Claim) -> None:
+        """Remove a claimed riddle from the spool for good (purge)."""
+
+    def counts(self) -> dict[Queue, int]:
+        return {queue: len(self.ids(queue)) for queue in Queue}
+
+    def corrupt_files(self) -> list[Corrupt]:
+        """Files set aside as unreadable, with their reasons."""
+        return []
+
+    def recent(self, limit: int, queues: Iterable[Queue] = tuple(Queue)) -> list[tuple[Queue, str]]:
+        """The `limit` most recently changed riddles of `queues`, newest first."""
+        found = [(r.updated or 0.0, q, r.id or "") for q in queues for r in self.iter_queue(q)]
+        found.sort(reverse=True)
+        return [(q, riddle_id) for _, q, riddle_id in found[:limit]]
+
+    def iter_queue(self, queue: Queue) -> Iterator[Riddle]:
+        for riddle_id in self.ids(queue):
+            riddle = self.read(queue, riddle_id)
+            if riddle is not None:
+                yield riddle
+
+    def require(self, riddle_id: str) -> tuple[Queue, Riddle]:
+        found = self.find(riddle_id)
+        if found is None:
+            raise UnknownRiddle("no such riddle in the spool", where=riddle_id)
+        return found
+
+    def refuse_duplicates(self, riddles: Iterable[Riddle]) -> None:
+        seen: set[str] = set()
+        for riddle in riddles:
+            assert riddle.id is not None
+            if riddle.id in seen or self.find(riddle.id) is not None:
+                raise DuplicateId("id already in the spool", where=riddle.id, field="id")
+            seen.add(riddle.id)
+
+
+def stamp(riddle: Riddle, now: float | None = None) -> Riddle:
+    """A copy of `riddle` with `rev` + 1 and `updated` set, as every commit stores it."""
+    now = time.time() if now is None else now
+    update: dict[str, Any] = {"rev": riddle.rev + 1, "updated": now}
+    if riddle.created is None:
+        update["created"] = now
+    return riddle.model_copy(update=update)
+
+
+def order_key(riddle: Riddle) -> tuple[int, float, str]:
+    """Fairness (SPEC §6): higher priority first, then oldest, then by id."""
+    return (-riddle.priority, riddle.created or 0.0, riddle.id or "")
+
+
+def retry_at(riddle: Riddle) -> float:
+    value = getattr(riddle, "retry_at", None)
+    return float(value) if isinstance(value, int | float) else 0.0

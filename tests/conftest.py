@@ -1,0 +1,107 @@
+"""Shared fixtures: an isolated environment, a real temporary spool and data directory,
+and a way to run the installed `riddlectl` command as a user would."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import orjson
+import pytest
+
+from riddlectl import settings as settings_mod
+from riddlectl.settings import Settings
+
+ROOT = Path(__file__).resolve().parent.parent
+HELPERS = Path(__file__).resolve().parent / "helpers"
+
+
+@pytest.fixture(autouse=True)
+def isolate_environment(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """No riddlectl setting leaks in from the developer's shell; work in a temp dir."""
+    for name in list(os.environ):
+        if name.startswith(("RIDDLECTL_", "RIDDLE_")) or name == "SOLUTION_MAX_TRIALS":
+            monkeypatch.delenv(name)
+    monkeypatch.chdir(tmp_path)
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path) -> Path:
+    data = tmp_path / "data"
+    shutil.copytree(ROOT / "data" / "share", data)
+    return data
+
+
+@pytest.fixture
+def spool_dir(tmp_path: Path) -> Path:
+    return tmp_path / "spool"
+
+
+@pytest.fixture
+def settings(spool_dir: Path, data_dir: Path) -> Settings:
+    """Settings for library-level tests: fast retries so tests do not sleep long."""
+    resolved = settings_mod.resolve({"spool": spool_dir, "data_dir": data_dir})
+    return Settings(**{**resolved.__dict__, "retry_base": 0.05, "retry_cap": 0.2})
+
+
+@dataclass
+class Completed:
+    code: int
+    out: str
+    err: str
+
+    def json(self) -> object:
+        return orjson.loads(self.out)
+
+
+@dataclass
+class Cli:
+    """Runs `riddlectl` in a subprocess against the test's spool and data directory."""
+
+    spool: Path
+    data: Path
+
+    def argv(self, *args: str) -> list[str]:
+        exe = shutil.which("riddlectl", path=str(Path(sys.executable).parent))
+        base = [exe] if exe else [sys.executable, "-m", "riddlectl"]
+        return [*base, "--spool", str(self.spool), "--data-dir", str(self.data), *args]
+
+    def __call__(self, *args: str, input: str | bytes | None = None, timeout: float = 60,
+                 env: dict[str, str] | None = None) -> Completed:
+        data = input.encode() if isinstance(input, str) else input
+        proc = subprocess.run(self.argv(*args), input=data, capture_output=True, timeout=timeout,
+                              env={**os.environ, **(env or {})})
+        return Completed(proc.returncode, proc.stdout.decode(), proc.stderr.decode())
+
+    def popen(self, *args: str, **kwargs: object) -> subprocess.Popen[bytes]:
+        return subprocess.Popen(self.argv(*args), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                **kwargs)  # type: ignore[call-overload]
+
+
+@pytest.fixture
+def cli(spool_dir: Path, data_dir: Path) -> Cli:
+    return Cli(spool_dir, data_dir)
+
+
+@pytest.fixture
+def helpers() -> Path:
+    return HELPERS
+
+
+def example_doc(**overrides: object) -> dict[str, object]:
+    """The seed example of SPEC §2 (x * y over x.txt, y.txt, z.txt)."""
+    doc: dict[str, object] = {
+        "riddle": {"context": "[Taschenrechner]", "question": "x * y ="},
+        "data": [{"type": "text", "file_plain": f"example/{n}.txt"} for n in "xyz"],
+    }
+    doc.update(overrides)
+    return doc
+
+
+def write_json(path: Path, value: object) -> Path:
+    path.write_bytes(orjson.dumps(value))
+    return path

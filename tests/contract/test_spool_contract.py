@@ -1,0 +1,125 @@
+"""One contract, every spool: the filesystem spool and its in-memory twin behave alike."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+
+from riddlectl.errors import DuplicateId, UnknownRiddle
+from riddlectl.fsspool import FsSpool
+from riddlectl.memspool import MemorySpool
+from riddlectl.models import Riddle
+from riddlectl.queues import Queue
+from riddlectl.spool import Spool
+
+
+@pytest.fixture(params=["fs", "memory"])
+def spool(request: pytest.FixtureRequest, tmp_path: Path) -> Spool:
+    made: Spool = FsSpool(tmp_path / "spool") if request.param == "fs" else MemorySpool()
+    made.init()
+    return made
+
+
+def riddle(riddle_id: str, **fields: object) -> Riddle:
+    return Riddle.model_validate({"id": riddle_id, "riddle": {"question": "x ="}, **fields})
+
+
+def test_add_routes_to_first_required_step(spool: Spool) -> None:
+    spool.add([riddle("a"), riddle("b", status={"extract": {"required": False}})])
+    assert spool.find("a")[0] is Queue.INCOMING
+    assert spool.find("b")[0] is Queue.EXTRACTED
+    assert spool.find("a")[1].rev == 1
+
+
+def test_add_refuses_duplicates_and_stores_none(spool: Spool) -> None:
+    spool.add([riddle("a")])
+    with pytest.raises(DuplicateId):
+        spool.add([riddle("new"), riddle("a")])
+    assert spool.find("new") is None
+
+
+def test_claim_is_exclusive_until_released(spool: Spool) -> None:
+    spool.add([riddle("a")])
+    first = spool.claim(Queue.INCOMING)
+    assert [c.riddle.id for c in first] == ["a"]
+    assert spool.claim(Queue.INCOMING) == []
+    spool.release(first[0])
+    assert [c.riddle.id for c in spool.claim(Queue.INCOMING)] == ["a"]
+
+
+def test_commit_moves_and_bumps_rev(spool: Spool) -> None:
+    spool.add([riddle("a")])
+    (claim,) = spool.claim(Queue.INCOMING)
+    stored = spool.commit(claim, claim.riddle, Queue.EXTRACTED)
+    assert stored.rev == 2
+    assert spool.ids(Queue.INCOMING) == []
+    queue, doc = spool.find("a")
+    assert (queue, doc.rev) == (Queue.EXTRACTED, 2)
+    assert [c.riddle.id for c in spool.claim(Queue.EXTRACTED)] == ["a"]
+
+
+def test_claim_order_is_priority_then_oldest(spool: Spool) -> None:
+    spool.add([riddle("old", created=1.0), riddle("new", created=2.0),
+               riddle("urgent", created=3.0, priority=5)])
+    order = [c.riddle.id for c in spool.claim(Queue.INCOMING, limit=10)]
+    assert order == ["urgent", "old", "new"]
+
+
+def test_claim_skips_riddles_not_yet_due(spool: Spool) -> None:
+    spool.add([riddle("later", retry_at=2000.0), riddle("now", retry_at=10.0)])
+    assert [c.riddle.id for c in spool.claim(Queue.INCOMING, limit=5, now=1000.0)] == ["now"]
+
+
+def test_claim_id_finds_anywhere_and_unknown_raises(spool: Spool) -> None:
+    spool.add([riddle("a", status={"extract": {"required": False}})])
+    claim = spool.claim_id("a")
+    assert claim.queue is Queue.EXTRACTED
+    spool.release(claim)
+    with pytest.raises(UnknownRiddle):
+        spool.claim_id("nope")
+
+
+def test_claim_id_waits_for_the_holder(spool: Spool) -> None:
+    spool.add([riddle("a")])
+    (held,) = spool.claim(Queue.INCOMING)
+    with pytest.raises(TimeoutError):
+        spool.claim_id("a", wait=0.1)
+    threading.Timer(0.2, spool.release, args=[held]).start()
+    assert spool.claim_id("a", wait=5).riddle.id == "a"
+
+
+def test_unknown_fields_round_trip(spool: Spool) -> None:
+    spool.add([riddle("a", custom={"keep": [1, 2]}, riddle_extra="x")])
+    doc = spool.find("a")[1].to_json()
+    assert doc["custom"] == {"keep": [1, 2]}
+    assert doc["riddle_extra"] == "x"
+
+
+def test_delete_removes_for_good(spool: Spool) -> None:
+    spool.add([riddle("a")])
+    spool.delete(spool.claim_id("a"))
+    assert spool.find("a") is None
+    assert spool.counts()[Queue.INCOMING] == 0
+
+
+def test_concurrent_claimers_never_share_a_riddle(spool: Spool) -> None:
+    spool.add([riddle(f"r{i}") for i in range(60)])
+    seen: list[str] = []
+    lock = threading.Lock()
+
+    def worker() -> None:
+        while claims := spool.claim(Queue.INCOMING, limit=3):
+            for claim in claims:
+                with lock:
+                    seen.append(claim.riddle.id or "")
+                spool.commit(claim, claim.riddle, Queue.DONE)
+
+    threads = [threading.Thread(target=worker) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(seen) == sorted(f"r{i}" for i in range(60))
+    assert spool.counts()[Queue.DONE] == 60

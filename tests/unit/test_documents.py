@@ -1,0 +1,97 @@
+"""Documents: canonical round trip, the first request format, and clear refusals."""
+
+from __future__ import annotations
+
+import orjson
+import pytest
+
+from riddlectl import documents
+from riddlectl.errors import InvalidDocument
+
+CANONICAL = {
+    "id": "ex1",
+    "sub_ids": [],
+    "riddle": {"context": "[Taschenrechner]", "question": "x * y =", "solutions_before": []},
+    "solution": None,
+    "data": [{"type": "text", "file_plain": "example/x.txt", "file_extracted": None}],
+    "status": {
+        "extract": {"required": True, "finished": False},
+        "solve": {"required": True, "finished": False},
+        "validate": {"required": True, "finished": False},
+        "trial": 0,
+        "solved": False,
+    },
+    "contacts": 0,
+}
+
+
+def test_canonical_document_round_trips_every_field() -> None:
+    doc = {**CANONICAL, "custom": {"a": 1}, "riddle": {**CANONICAL["riddle"], "hint": "h"}}
+    out = documents.parse(orjson.dumps(doc), "ex1.json").to_json()
+    for key, value in doc.items():
+        assert out[key] == value, key
+
+
+def test_legacy_request_is_converted() -> None:
+    legacy = {
+        "id": "xyz",
+        "riddle": {"context": "c", "question": "What is x+y?", "solution_before": "26",
+                   "review_before": "y does not match Y"},
+        "trial": 1,
+        "steps": {"extract": True, "solve": True, "validate": False},
+        "data": [{"type": "text", "file": "./my-test.txt", "extraction": ""}],
+    }
+    riddle = documents.parse(orjson.dumps(legacy), "legacy.json")
+    assert riddle.status.trial == 1
+    assert riddle.status.validate_.required is False
+    assert riddle.status.extract.required is True
+    (before,) = riddle.riddle.solutions_before
+    assert (before.solution, before.review) == ("26", "y does not match Y")
+    assert riddle.data[0].file_plain == "./my-test.txt"
+    assert riddle.data[0].file_extracted is None
+
+
+def test_legacy_empty_strings_mean_absent() -> None:
+    legacy = {"riddle": {"question": "q", "solution_before": "", "review_before": ""}, "trial": ""}
+    riddle = documents.parse(orjson.dumps(legacy), "l.json")
+    assert riddle.riddle.solutions_before == []
+    assert riddle.status.trial == 0
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        (b"{not json", "f.json: not valid JSON"),
+        (b"[1, 2]", "f.json: expected a JSON object"),
+        (b'{"riddle": {"question": 5}}', "f.json: riddle.question:"),
+        (b'{"riddle": {}}', "f.json: riddle.question:"),
+        (b'{"id": "../etc", "riddle": {"question": "q"}}', "f.json: id:"),
+        (b'{"id": "a/b", "riddle": {"question": "q"}}', "f.json: id:"),
+        (b'{"riddle": {"question": "q"}, "status": {"trial": -1}}', "f.json: status.trial:"),
+        (b"[" * 100_000 + b"]" * 100_000, "f.json: not valid JSON"),
+    ],
+)
+def test_invalid_documents_name_file_and_field(raw: bytes, expected: str) -> None:
+    with pytest.raises(InvalidDocument) as caught:
+        documents.to_riddle(documents.loads(raw, "f.json"), "f.json")
+    assert str(caught.value).startswith(expected)
+    assert "\n" not in str(caught.value)
+
+
+def test_long_id_is_refused() -> None:
+    with pytest.raises(InvalidDocument, match="id"):
+        documents.parse(orjson.dumps({"id": "a" * 10_000, "riddle": {"question": "q"}}), "f")
+
+
+def test_oversize_document_is_refused_before_parsing() -> None:
+    with pytest.raises(InvalidDocument, match="over the"):
+        documents.loads(b" " * (documents.MAX_DOCUMENT_BYTES + 1), "big.json")
+
+
+def test_submission_forms() -> None:
+    one = b'{"riddle": {"question": "a"}}'
+    assert len(documents.split_submission(one, "-")) == 1
+    assert len(documents.split_submission(b"[" + one + b"," + one + b"]", "-")) == 2
+    assert len(documents.split_submission(one + b"\n" + one + b"\n", "-")) == 2
+    with pytest.raises(InvalidDocument, match=r"-:2: not valid JSON"):
+        documents.split_submission(one + b"\n{oops\n", "-")
