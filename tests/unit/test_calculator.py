@@ -1,0 +1,268 @@
+"""riddlectl.calculator: question forms, exact values, bounds, and no code execution."""
+
+from __future__ import annotations
+
+import sys
+import time
+from fractions import Fraction as F
+
+import pytest
+
+from riddlectl.calculator import (
+    MAX_DEPTH,
+    MAX_QUESTION_CHARS,
+    MAX_TOKENS,
+    BinOp,
+    BoundsError,
+    CalcError,
+    Compare,
+    Neg,
+    Num,
+    UnknownVariable,
+    Var,
+    describe,
+    evaluate,
+    parse_question,
+    variables_of,
+)
+from riddlectl.numbers import format_number
+
+VALUES = {"x": F(10), "y": F(15), "z": F(20)}
+
+
+def solve(question: str) -> str:
+    value = evaluate(parse_question(question), VALUES)
+    return str(value).lower() if isinstance(value, bool) else format_number(value)
+
+
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [
+        ("x * y =", "150"),
+        ("x*y=", "150"),
+        ("What is x+y?", "25"),
+        ("what's x + y", "25"),
+        ("Compute (x + y) * z", "500"),
+        ("Calculate x - y.", "-5"),
+        ("Evaluate x / y", "2/3"),
+        ("Was ist x mal y?", "150"),
+        ("Berechne x plus z", "30"),
+        ("x / y", "2/3"),
+        ("x^2", "100"),
+        ("x ** 2", "100"),
+        ("2^3^2", "512"),
+        ("2 ** 3 ** 2", "512"),
+        ("(2^3)^2", "64"),
+        ("x plus y", "25"),
+        ("x times y", "150"),
+        ("x minus y", "-5"),
+        ("x divided by y", "2/3"),
+        ("x mal y", "150"),
+        ("x geteilt durch y", "2/3"),
+        ("x durch y", "2/3"),
+        ("x multiplied by y", "150"),
+        ("x hoch 2", "100"),
+        ("x to the power of 2", "100"),
+        ("-x", "-10"),
+        ("- - x", "10"),
+        ("-x^2", "-100"),
+        ("(-x)^2", "100"),
+        ("2^-1", "0.5"),
+        ("x - -y", "25"),
+        ("+x", "10"),
+        ("x + y * z", "310"),
+        ("(x + y) * z", "500"),
+        ("x - y - z", "-25"),
+        ("x / y / z", "1/30"),
+        ("z / 8", "2.5"),
+        ("1/3 + 1/6", "0.5"),
+        ("3.5 * 2", "7"),
+        ("3,5 * 2", "7"),
+        ("1e3 + x", "1010"),
+        ("x > y", "false"),
+        ("x < y", "true"),
+        ("x >= 10", "true"),
+        ("x <= 9", "false"),
+        ("x == 10", "true"),
+        ("x != 10", "false"),
+        ("x = 10", "true"),
+        ("is x greater than y", "false"),
+        ("Is x less than y?", "true"),
+        ("x is greater than y", "false"),
+        ("x ist gr\u00f6\u00dfer als y", "false"),
+        ("x + y > z", "true"),
+        ("twelve plus x", "22"),
+        ("one hundred and four minus x", "94"),
+        ("x - twenty-one", "-11"),
+        ("x-y", "-5"),
+        ("nine to the power of two", "81"),
+        ("zw\u00f6lf mal x", "120"),
+        ("x \u00d7 y", "150"),
+        ("x \u00f7 y", "2/3"),
+        ("x \u2212 y", "-5"),
+        ("What is the value of x * (y + z)?", "350"),
+        ("x*y = ?", "150"),
+    ],
+)
+def test_question_forms(question: str, expected: str) -> None:
+    assert solve(question) == expected
+
+
+def test_tree_shape_and_variables() -> None:
+    expr = parse_question("What is (x + y) * z - x ^ 2?")
+    assert expr == BinOp(
+        "-", BinOp("*", BinOp("+", Var("x"), Var("y")), Var("z")), BinOp("**", Var("x"), Num(F(2)))
+    )
+    assert variables_of(expr) == ["x", "y", "z"]
+    assert variables_of(parse_question("b * a + b - c")) == ["b", "a", "c"]
+    assert parse_question("-2 ** 2") == Neg(BinOp("**", Num(F(2)), Num(F(2))))
+    assert isinstance(parse_question("x > y"), Compare)
+
+
+@pytest.mark.parametrize(
+    ("question", "text"),
+    [
+        ("(x + y) * z", "(x + y) * z"),
+        ("x^2", "x ** 2"),
+        ("-(x+1)", "-(x + 1)"),
+        ("x - (y - z)", "x - (y - z)"),
+        ("(x - y) - z", "x - y - z"),
+        ("2^3^2", "2 ** 3 ** 2"),
+        ("(2^3)^2", "(2 ** 3) ** 2"),
+        ("-x^2", "-(x ** 2)"),
+        ("2^-1", "2 ** (-1)"),
+        ("x/y > 1", "x / y > 1"),
+        ("x plus y mal z", "x + y * z"),
+        ("x / (y * z)", "x / (y * z)"),
+    ],
+)
+def test_describe(question: str, text: str) -> None:
+    expr = parse_question(question)
+    assert describe(expr) == text
+    assert parse_question(describe(expr)) == expr
+
+
+def test_unknown_variable_is_named() -> None:
+    with pytest.raises(UnknownVariable) as info:
+        evaluate(parse_question("x + w"), VALUES)
+    assert info.value.name == "w" and "'w'" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("question", "message"),
+    [
+        ("x / 0", "division by zero"),
+        ("x / (y - 15)", "division by zero"),
+        ("0 ^ -1", "division by zero"),
+        ("2 ^ 0.5", "not an integer"),
+        ("(x > y) + 1", "comparison"),
+        ("x < y < z", "chained"),
+    ],
+)
+def test_evaluation_errors(question: str, message: str) -> None:
+    with pytest.raises(CalcError, match=message):
+        evaluate(parse_question(question), VALUES)
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "",
+        "?",
+        "x y",
+        "(x",
+        "x)",
+        "x +",
+        "* x",
+        "()",
+        "x ** ",
+        "x ; y",
+        "x[0]",
+        "x.y",
+        "__import__('os').system('x')",
+        "exec('print(1)')",
+        "lambda: 1",
+        "x if y else z",
+        "open('/etc/passwd').read()",
+        "x; import os",
+        "`ls`",
+        "${x}",
+        "x @ y",
+        "{}",
+        "'x'",
+    ],
+)
+def test_syntax_errors_and_injection(question: str) -> None:
+    with pytest.raises(CalcError):
+        evaluate(parse_question(question), VALUES)
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "9**9**9**9",
+        "9^9^9^9",
+        "nine to the power of nine to the power of nine",
+        "2 ** 100001",
+        "10 ** 40000",
+        "(10 ** 30000) * (10 ** 30000) * (10**30000) * (10**30000)",
+        "x ** (y ** z)",
+        "2 ** -200000",
+        "(1/3) ** 70000",
+    ],
+)
+def test_bounds_fail_fast(question: str) -> None:
+    started = time.perf_counter()
+    with pytest.raises(BoundsError):
+        evaluate(parse_question(question), VALUES)
+    assert time.perf_counter() - started < 0.5
+
+
+def test_one_and_zero_powers_are_fine() -> None:
+    assert solve("1 ** 100000") == "1" and solve("(-1) ** 99999") == "-1"
+    assert solve("0 ** 5") == "0" and solve("2 ** 99999 / 2 ** 99998") == "2"
+
+
+def test_question_and_token_bounds() -> None:
+    with pytest.raises(BoundsError, match="characters"):
+        parse_question("x" + " " * MAX_QUESTION_CHARS)
+    with pytest.raises(BoundsError, match="tokens"):
+        parse_question("+".join(["1"] * (MAX_TOKENS // 2 + 1)))
+    started = time.perf_counter()
+    for op in ("*", "+", "^"):
+        with pytest.raises(BoundsError):  # 20,000-term chains: refused at once
+            evaluate(parse_question(op.join(["9"] * 20_000)), VALUES)
+    assert time.perf_counter() - started < 0.5
+
+
+def test_nesting_bound() -> None:
+    assert solve("(" * MAX_DEPTH + "x" + ")" * MAX_DEPTH) == "10"
+    with pytest.raises(BoundsError, match="nested"):
+        parse_question("(" * (MAX_DEPTH + 1) + "x" + ")" * (MAX_DEPTH + 1))
+
+
+@pytest.mark.parametrize("op", ["*", "+", "-", "/", "^"])
+def test_long_chains_do_not_recurse(op: str) -> None:
+    terms = MAX_TOKENS // 2 - 1  # far beyond the recursion limit
+    assert terms > sys.getrecursionlimit()
+    question = op.join(["x" if op != "^" else "1"] * terms)
+    started = time.perf_counter()
+    expr = parse_question(question)
+    value = evaluate(expr, VALUES)
+    text = describe(expr)
+    assert variables_of(expr) == ([] if op == "^" else ["x"])
+    assert time.perf_counter() - started < 1
+    expected = {
+        "*": F(10) ** terms,
+        "+": F(10 * terms),
+        "-": F(10 - 10 * (terms - 1)),
+        "/": F(10) / F(10) ** (terms - 1),
+        "^": F(1),
+    }[op]
+    assert value == expected
+    assert len(text) > terms
+
+
+def test_long_sign_runs_do_not_recurse() -> None:
+    assert solve("-" * (MAX_TOKENS - 2) + "x") == "10"  # an even number of minus signs
+    assert solve("-" * (MAX_TOKENS - 1) + "x") == "-10"

@@ -1,0 +1,182 @@
+"""riddlectl.recheck: the independent recompute path agrees with the calculator."""
+
+from __future__ import annotations
+
+import time
+from fractions import Fraction as F
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from riddlectl import recheck
+from riddlectl.calculator import (
+    BoundsError,
+    CalcError,
+    UnknownVariable,
+    evaluate,
+    parse_question,
+)
+from riddlectl.recheck import recompute
+
+VALUES = {"x": F(10), "y": F(15), "z": F(20), "h": F(1, 2)}
+
+
+def outcome(fn: object, question: str) -> tuple[str, object]:
+    try:
+        return "ok", fn(question)  # type: ignore[operator]
+    except CalcError as exc:
+        return type(exc).__name__, None
+
+
+def via_calculator(question: str) -> F | bool:
+    return evaluate(parse_question(question), VALUES)
+
+
+def via_recheck(question: str) -> F | bool:
+    return recompute(question, VALUES)
+
+
+def test_does_not_use_the_calculator_parser() -> None:
+    source = Path(recheck.__file__).read_text(encoding="utf-8")
+    for name in ("parse_question", "_Parser", "evaluate(", "_tokenize", "lex(", "eval(", "exec("):
+        assert name not in source
+
+
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [
+        ("x * y =", F(150)),
+        ("What is x+y?", F(25)),
+        ("Compute (x + y) * z", F(500)),
+        ("x / y", F(2, 3)),
+        ("x^2", F(100)),
+        ("2^3^2", F(512)),
+        ("-x^2", F(-100)),
+        ("2 ** -x ** 0", F(1, 2)),
+        ("2 ** -3 * 4", F(1, 2)),
+        ("- - x", F(10)),
+        ("Was ist x mal y?", F(150)),
+        ("x geteilt durch y", F(2, 3)),
+        ("x > y", False),
+        ("is x less than y", True),
+        ("one hundred and four minus x", F(94)),
+        ("x-y", F(-5)),
+        ("+(x > y)", False),
+        ("x = 10", True),
+    ],
+)
+def test_known_values(question: str, expected: F | bool) -> None:
+    assert recompute(question, VALUES) == expected
+    assert via_calculator(question) == expected
+
+
+@pytest.mark.parametrize(
+    ("question", "error"),
+    [
+        ("x + w", UnknownVariable),
+        ("x / 0", CalcError),
+        ("9**9**9**9", BoundsError),
+        ("9^9^9^9", BoundsError),
+        ("(x", CalcError),
+        ("x)", CalcError),
+        ("x y", CalcError),
+        ("", CalcError),
+        ("x < y < z", CalcError),
+        ("(x > y) + 1", CalcError),
+        ("__import__('os').system('x')", CalcError),
+        ("2 ^ 0.5", CalcError),
+        ("(" * 101 + "x" + ")" * 101, BoundsError),
+        ("*".join(["9"] * 20_000), BoundsError),
+    ],
+)
+def test_errors(question: str, error: type[CalcError]) -> None:
+    started = time.perf_counter()
+    with pytest.raises(error):
+        recompute(question, VALUES)
+    assert time.perf_counter() - started < 0.5
+    assert outcome(via_calculator, question) == outcome(via_recheck, question)
+
+
+def test_long_chains() -> None:
+    question = "*".join(["x"] * 2400)
+    assert recompute(question, VALUES) == F(10) ** 2400 == via_calculator(question)
+
+
+# --- random expression trees rendered as text -----------------------------------------
+
+LEAVES = st.one_of(
+    st.sampled_from(["x", "y", "z", "h", "w"]),  # "w" has no value
+    st.integers(0, 12).map(str),
+    st.sampled_from(["3.5", "0.25", "twelve", "zwei"]),
+)
+BINARY = ["+", "-", "*", "/", "**", "^", "plus", "minus", "times", "mal", "durch", "divided by"]
+COMPARE = ["<", ">", "<=", ">=", "==", "!=", "is greater than", "kleiner als"]
+
+
+def combine(children: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
+    binary = st.tuples(children, st.sampled_from(BINARY), children, st.booleans()).map(
+        lambda t: f"({t[0]} {t[1]} {t[2]})" if t[3] else f"{t[0]} {t[1]} {t[2]}"
+    )
+    unary = st.tuples(st.sampled_from(["-", "+", "- "]), children).map(lambda t: t[0] + t[1])
+    return st.one_of(binary, unary, children.map(lambda c: f"({c})"))
+
+
+EXPRESSIONS = st.recursive(LEAVES, combine, max_leaves=12)
+QUESTIONS = st.tuples(
+    st.sampled_from(["", "What is ", "Compute ", "Was ist ", "is "]),
+    EXPRESSIONS,
+    st.one_of(st.just(""), st.tuples(st.sampled_from(COMPARE), EXPRESSIONS).map(" ".join)),
+    st.sampled_from(["", " =", "?", " = ?", "."]),
+).map(lambda t: f"{t[0]}{t[1]} {t[2]}{t[3]}")
+
+
+@settings(
+    max_examples=400, deadline=None, database=None, suppress_health_check=[HealthCheck.too_slow]
+)
+@given(QUESTIONS)
+def test_both_paths_agree(question: str) -> None:
+    assert outcome(via_calculator, question) == outcome(via_recheck, question), question
+
+
+# Fully parenthesised trees, checked against an oracle computed here with Fraction.
+TREES = st.recursive(
+    st.one_of(st.sampled_from(["x", "y", "z", "h"]), st.integers(0, 9)),
+    lambda kids: st.tuples(st.sampled_from(["+", "-", "*", "/", "neg"]), kids, kids),
+    max_leaves=16,
+)
+
+
+def render(tree: object) -> str:
+    if isinstance(tree, tuple):
+        op, a, b = tree
+        return f"(-{render(a)})" if op == "neg" else f"({render(a)} {op} {render(b)})"
+    return str(tree)
+
+
+def oracle(tree: object) -> F:
+    if isinstance(tree, tuple):
+        op, a, b = tree
+        if op == "neg":
+            return -oracle(a)
+        left, right = oracle(a), oracle(b)
+        if op == "/":
+            if right == 0:
+                raise ZeroDivisionError
+            return left / right
+        return {"+": left + right, "-": left - right, "*": left * right}[op]
+    return VALUES[tree] if isinstance(tree, str) else F(tree)
+
+
+@settings(max_examples=300, deadline=None, database=None)
+@given(TREES)
+def test_against_oracle(tree: object) -> None:
+    question = render(tree)
+    try:
+        expected = oracle(tree)
+    except ZeroDivisionError:
+        assert outcome(via_recheck, question)[0] == "CalcError"
+        assert outcome(via_calculator, question)[0] == "CalcError"
+        return
+    assert recompute(question, VALUES) == expected == via_calculator(question)
