@@ -21,7 +21,9 @@ MAX_DOCUMENT_BYTES = 4 * 1024 * 1024
 def loads(raw: bytes, where: str, limit: int = MAX_DOCUMENT_BYTES) -> Any:
     """Parse JSON bytes, refusing documents over `limit` bytes."""
     if len(raw) > limit:
-        raise InvalidDocument(f"document is {len(raw)} bytes, over the {limit}-byte limit", where=where)
+        raise InvalidDocument(
+            f"document is {len(raw)} bytes, over the {limit}-byte limit", where=where
+        )
     try:
         return orjson.loads(raw)
     except orjson.JSONDecodeError as exc:

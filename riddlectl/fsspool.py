@@ -169,7 +169,9 @@ class FsSpool(Spool):
         for queue in queues:
             for entry in self._names(queue):
                 try:
-                    found.append((entry.stat().st_mtime_ns, queue, entry.name.removesuffix(".json")))
+                    found.append(
+                        (entry.stat().st_mtime_ns, queue, entry.name.removesuffix(".json"))
+                    )
                 except FileNotFoundError:
                     continue
         found.sort(reverse=True)
@@ -178,10 +180,12 @@ class FsSpool(Spool):
     def corrupt_files(self) -> list[Corrupt]:
         out = []
         for entry in sorted(os.scandir(self.root / "corrupt"), key=lambda e: e.name):
-            if entry.name.endswith(".reason"):
+            if entry.name.endswith(".reason") or ignored(entry.name):
                 continue
             reason_path = self.root / "corrupt" / f"{entry.name}.reason"
-            reason = reason_path.read_text("utf-8", "replace").strip() if reason_path.exists() else ""
+            reason = (
+                reason_path.read_text("utf-8", "replace").strip() if reason_path.exists() else ""
+            )
             out.append(Corrupt(entry.name, reason))
         return out
 
@@ -302,7 +306,9 @@ class FsSpool(Spool):
             return None
         try:
             if self.find(riddle_id) is not None:
-                self.set_aside(queue, name, f"id {riddle_id!r} is already in the spool")
+                self.set_aside(
+                    queue, name, f"{queue.value}/{name}: id {riddle_id!r} is already in the spool"
+                )
                 lock.release()
                 return None
             self._store(queue, riddle)

@@ -44,7 +44,9 @@ def new_id() -> str:
 def check_id(value: str, where: str) -> str:
     """`value` if it is a valid id, else `InvalidDocument` naming `where`."""
     if not ID_RE.fullmatch(value):
-        raise InvalidDocument(f"must match {ID_PATTERN} (got {value[:60]!r})", where=where, field="id")
+        raise InvalidDocument(
+            f"must match {ID_PATTERN} (got {value[:60]!r})", where=where, field="id"
+        )
     return value
 
 

@@ -107,13 +107,16 @@ def _handlers_table(value: Any, source: str) -> dict[str, tuple[str, ...]]:
     table = dict(DEFAULT_HANDLERS)
     for stage, names in value.items():
         if stage not in ("extract", "solve", "validate") or not isinstance(names, list):
-            raise ConfigError("expected extract/solve/validate = [names]", where=source,
-                              field=f"handlers.{stage}")
+            raise ConfigError(
+                "expected extract/solve/validate = [names]", where=source, field=f"handlers.{stage}"
+            )
         table[stage] = tuple(str(n) for n in names)
     return table
 
 
-def resolve(flags: Mapping[str, Any] | None = None, env: Mapping[str, str] | None = None) -> Settings:
+def resolve(
+    flags: Mapping[str, Any] | None = None, env: Mapping[str, str] | None = None
+) -> Settings:
     """Settings for this invocation. `flags` holds only the options given (None = unset)."""
     flags = {k: v for k, v in (flags or {}).items() if v is not None}
     env = os.environ if env is None else env

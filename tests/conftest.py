@@ -70,16 +70,27 @@ class Cli:
         base = [exe] if exe else [sys.executable, "-m", "riddlectl"]
         return [*base, "--spool", str(self.spool), "--data-dir", str(self.data), *args]
 
-    def __call__(self, *args: str, input: str | bytes | None = None, timeout: float = 60,
-                 env: dict[str, str] | None = None) -> Completed:
+    def __call__(
+        self,
+        *args: str,
+        input: str | bytes | None = None,
+        timeout: float = 60,
+        env: dict[str, str] | None = None,
+    ) -> Completed:
         data = input.encode() if isinstance(input, str) else input
-        proc = subprocess.run(self.argv(*args), input=data, capture_output=True, timeout=timeout,
-                              env={**os.environ, **(env or {})})
+        proc = subprocess.run(
+            self.argv(*args),
+            input=data,
+            capture_output=True,
+            timeout=timeout,
+            env={**os.environ, **(env or {})},
+        )
         return Completed(proc.returncode, proc.stdout.decode(), proc.stderr.decode())
 
     def popen(self, *args: str, **kwargs: object) -> subprocess.Popen[bytes]:
-        return subprocess.Popen(self.argv(*args), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                **kwargs)  # type: ignore[call-overload]
+        return subprocess.Popen(
+            self.argv(*args), stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kwargs
+        )  # type: ignore[call-overload]
 
 
 @pytest.fixture

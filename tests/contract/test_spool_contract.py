@@ -61,8 +61,13 @@ def test_commit_moves_and_bumps_rev(spool: Spool) -> None:
 
 
 def test_claim_order_is_priority_then_oldest(spool: Spool) -> None:
-    spool.add([riddle("old", created=1.0), riddle("new", created=2.0),
-               riddle("urgent", created=3.0, priority=5)])
+    spool.add(
+        [
+            riddle("old", created=1.0),
+            riddle("new", created=2.0),
+            riddle("urgent", created=3.0, priority=5),
+        ]
+    )
     order = [c.riddle.id for c in spool.claim(Queue.INCOMING, limit=10)]
     assert order == ["urgent", "old", "new"]
 

@@ -35,8 +35,12 @@ def test_canonical_document_round_trips_every_field() -> None:
 def test_legacy_request_is_converted() -> None:
     legacy = {
         "id": "xyz",
-        "riddle": {"context": "c", "question": "What is x+y?", "solution_before": "26",
-                   "review_before": "y does not match Y"},
+        "riddle": {
+            "context": "c",
+            "question": "What is x+y?",
+            "solution_before": "26",
+            "review_before": "y does not match Y",
+        },
         "trial": 1,
         "steps": {"extract": True, "solve": True, "validate": False},
         "data": [{"type": "text", "file": "./my-test.txt", "extraction": ""}],

@@ -48,8 +48,10 @@ def data(tmp_path: Path) -> Path:
     return root
 
 
-@pytest.mark.parametrize("path", ["/etc/passwd", "../secret.txt", "sub/../../secret.txt",
-                                  "link.txt", "missing.txt", "sub", ""])
+@pytest.mark.parametrize(
+    "path",
+    ["/etc/passwd", "../secret.txt", "sub/../../secret.txt", "link.txt", "missing.txt", "sub", ""],
+)
 def test_hostile_data_paths_are_refused(data: Path, path: str) -> None:
     with pytest.raises(InvalidData):
         datafiles.check(data, path, "text", 1024, "r.json", "data[0].file_plain")

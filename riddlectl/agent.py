@@ -1,0 +1,179 @@
+"""The agent loop: claim from an inbox, handle, commit forward; sleep until woken.
+
+watchdog events only wake the loop; the directory scan in `Spool.claim` is the truth,
+since events are duplicated, dropped under load, and fire before a file is complete. A
+`Worker` runs one or more stages in one thread; `run_workers` runs several of them and,
+with `once`, stops when no riddle can move any more.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from watchdog.events import FileSystemEvent, FileSystemEventHandler
+from watchdog.observers import Observer
+
+from riddlectl.pipeline import Pipeline
+from riddlectl.queues import INBOX, Queue
+from riddlectl.spool import Claim
+from riddlectl.stages import StageContext
+
+IDLE_POLL = 1.0  # seconds between rescans when nothing wakes the loop
+MIN_PAUSE = 0.02  # first idle pause of `run --once`, doubling up to IDLE_POLL
+SWEEP_EVERY = 1.0  # seconds between sweeps of waiting/ for parents to resume
+BATCH = 8  # riddles claimed at once per stage
+
+
+@dataclass
+class Worker:
+    """One thread's share of the work: the given stages, in pipeline order."""
+
+    pipeline: Pipeline
+    contexts: dict[str, StageContext]
+    stop: threading.Event = field(default_factory=threading.Event)
+    batch: int = BATCH
+    _last_sweep: float = 0.0
+
+    @property
+    def stages(self) -> list[str]:
+        return list(self.contexts)
+
+    def tick(self) -> int:
+        """One pass over every stage; how many riddles were handled."""
+        handled = 0
+        for stage in reversed(self.stages):  # downstream first: finish before starting
+            handled += self._drain(stage)
+        if {"solve", "manage"} & set(
+            self.stages
+        ) and time.monotonic() - self._last_sweep > SWEEP_EVERY:
+            self._last_sweep = time.monotonic()
+            handled += self.pipeline.sweep_waiting()
+        return handled
+
+    def _drain(self, stage: str) -> int:
+        claims = self.pipeline.spool.claim(INBOX[stage], limit=self.batch)
+        for index, claim in enumerate(claims):
+            if self.stop.is_set():
+                self._release(claims[index:])
+                break
+            self.pipeline.handle(claim, stage, self.contexts[stage])
+        return len(claims)
+
+    def _release(self, claims: list[Claim]) -> None:
+        for claim in claims:
+            self.pipeline.spool.release(claim)
+
+    def pending(self) -> int:
+        """Riddles in this worker's inboxes: they can still move, now or later."""
+        spool = self.pipeline.spool
+        return sum(len(spool.ids(INBOX[stage])) for stage in self.stages)
+
+
+class Waker(FileSystemEventHandler):
+    """Sets an event when a file arrives in or changes in a watched inbox."""
+
+    def __init__(self, event: threading.Event) -> None:
+        self.event = event
+
+    # Reads (open, close-without-write) are our own claims scanning the inbox: waking on
+    # them would spin the loop.
+    WAKING = frozenset({"created", "moved", "modified", "closed"})
+
+    def on_any_event(self, event: FileSystemEvent) -> None:
+        if event.event_type in self.WAKING:
+            self.event.set()
+
+
+def watch(directories: Iterable[Path], wake: threading.Event) -> Observer | None:
+    observer = Observer()
+    handler = Waker(wake)
+    for directory in directories:
+        if directory.is_dir():
+            observer.schedule(handler, str(directory), recursive=False)
+    try:
+        observer.start()
+    except OSError:  # inotify limits reached: polling alone still works
+        return None
+    return observer
+
+
+def run_workers(
+    workers: list[Worker],
+    *,
+    once: bool,
+    stop: threading.Event,
+    watch_dirs: Iterable[Path] = (),
+    on_tick: Callable[[], None] | None = None,
+) -> None:
+    """Run workers in threads until `stop` is set, or (with `once`) until nothing can move."""
+    wake = threading.Event()
+    observer = watch(watch_dirs, wake)
+    busy = [0] * len(workers)
+    lock = threading.Lock()
+    idle_rounds = [0]
+
+    def loop(index: int, worker: Worker) -> None:
+        worker.stop = stop
+        pause = MIN_PAUSE
+        while not stop.is_set():
+            with lock:
+                busy[index] += 1
+            try:
+                handled = worker.tick()
+            finally:
+                with lock:
+                    busy[index] -= 1
+            if on_tick is not None:
+                on_tick()
+            if handled:
+                pause = MIN_PAUSE
+                continue
+            if once and _finished(workers, busy, lock, idle_rounds):
+                stop.set()
+                break
+            # Idle back-off: a wake-up from watchdog cuts it short, work resets it.
+            if wake.wait(pause if once else IDLE_POLL):
+                pause = MIN_PAUSE
+            else:
+                pause = min(pause * 2, IDLE_POLL)
+            wake.clear()
+
+    threads = [
+        threading.Thread(target=loop, args=(i, w), daemon=True) for i, w in enumerate(workers)
+    ]
+    for thread in threads:
+        thread.start()
+    try:
+        while any(t.is_alive() for t in threads):
+            for thread in threads:
+                thread.join(0.2)
+    finally:
+        stop.set()
+        if observer is not None:
+            observer.stop()
+            observer.join(2)
+
+
+def _finished(
+    workers: list[Worker], busy: list[int], lock: threading.Lock, idle_rounds: list[int]
+) -> bool:
+    """True when no worker is busy and no inbox holds a riddle, twice in a row.
+
+    Twice, because a parent resumed by the waiting sweep of another thread lands in an
+    inbox between two looks.
+    """
+    with lock:
+        if any(busy):
+            idle_rounds[0] = 0
+            return False
+    if workers[0].pending() or any(
+        w.pipeline.spool.ids(Queue.WAITING) and w.pipeline.sweep_waiting() for w in workers[:1]
+    ):
+        idle_rounds[0] = 0
+        return False
+    idle_rounds[0] += 1
+    return idle_rounds[0] >= 2

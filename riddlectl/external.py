@@ -1,0 +1,106 @@
+"""External command handlers (`cmd:COMMAND`), with the exit-status protocol of Postfix pipe(8).
+
+The command line is split like a shell would (`shlex`) but run without one; use
+`cmd:sh -c '…'` for pipes. It gets the riddle document on stdin and answers with one JSON
+object on stdout (empty output means `{}`). Exit 0: done; 65 (EX_DATAERR): the riddle
+cannot be handled, fail it now; anything else, a crash or a timeout: an error, retried.
+The command runs in its own process group, and the whole group is killed at the timeout,
+so a handler's own children cannot outlive it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shlex
+import signal
+import subprocess
+from typing import Any
+
+import orjson
+
+from riddlectl import documents
+from riddlectl.errors import ConfigError, HandlerFailed, HandlerRefused, HandlerTimeout
+from riddlectl.handlers import Job
+
+EX_DATAERR = 65
+MAX_OUTPUT_BYTES = 16 * 1024 * 1024
+
+
+class CommandHandler:
+    def __init__(self, command: str, stage: str) -> None:
+        try:
+            self.argv = shlex.split(command)
+        except ValueError as exc:
+            raise ConfigError(f"cannot split the command: {exc}", where=f"cmd:{command}") from None
+        if not self.argv:
+            raise ConfigError("empty command", where="cmd:")
+        self.command = command
+        self.stage = stage
+
+    def environment(self, job: Job) -> dict[str, str]:
+        env = dict(os.environ)
+        env.update(
+            RIDDLE_ID=job.riddle.id or "",
+            RIDDLE_SPOOL=str(job.spool_root.resolve()),
+            RIDDLE_DATA=str(job.data_dir.resolve()),
+            RIDDLE_STAGE=job.stage,
+        )
+        if job.item_index is not None and job.item_path is not None:
+            env.update(RIDDLE_ITEM=str(job.item_index), RIDDLE_FILE=str(job.item_path))
+        return env
+
+    def __call__(self, job: Job) -> dict[str, Any] | None:
+        try:
+            process = subprocess.Popen(
+                self.argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=self.environment(job),
+                start_new_session=True,
+            )
+        except OSError as exc:
+            raise HandlerFailed(f"cannot run {self.argv[0]}: {exc.strerror}") from None
+        try:
+            out, err = process.communicate(documents.dumps(job.riddle), timeout=job.timeout)
+        except subprocess.TimeoutExpired:
+            _kill_group(process)
+            raise HandlerTimeout(f"{self.argv[0]} timed out after {job.timeout:g} s") from None
+        finally:
+            if process.poll() is None:  # interrupted (SIGTERM to the agent): leave no orphan
+                _kill_group(process)
+        return self._answer(process.returncode, out, err)
+
+    def _answer(self, status: int, out: bytes, err: bytes) -> dict[str, Any] | None:
+        reason = _last_line(err)
+        if status == EX_DATAERR:
+            raise HandlerRefused(f"{self.argv[0]} refused the riddle (exit 65){reason}")
+        if status != 0:
+            how = f"killed by signal {-status}" if status < 0 else f"exited with status {status}"
+            raise HandlerFailed(f"{self.argv[0]} {how}{reason}")
+        if len(out) > MAX_OUTPUT_BYTES:
+            raise HandlerFailed(f"{self.argv[0]} wrote over {MAX_OUTPUT_BYTES} bytes")
+        if not out.strip():
+            return {}
+        try:
+            answer = orjson.loads(out)
+        except orjson.JSONDecodeError as exc:
+            raise HandlerFailed(f"{self.argv[0]} did not write a JSON object: {exc}") from None
+        if not isinstance(answer, dict):
+            raise HandlerFailed(f"{self.argv[0]} wrote JSON {type(answer).__name__}, not an object")
+        return answer
+
+
+def _kill_group(process: subprocess.Popen[bytes]) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signal.SIGKILL)
+    try:
+        process.communicate(timeout=5)
+    except (subprocess.TimeoutExpired, ValueError):
+        process.kill()
+
+
+def _last_line(err: bytes) -> str:
+    lines = err.decode("utf-8", "replace").strip().splitlines()
+    return f": {lines[-1][:300]}" if lines else ""

@@ -1,0 +1,125 @@
+"""Handlers: what a stage runs on a riddle, and how a handler is named.
+
+A handler is a callable taking one `Job` and returning a JSON-able dict (or None):
+
+- extract: the extraction of `job.item_path` (called once per data item);
+- solve: `{"solution", "explanation", "used_data"}`, `{"sub_riddles": [...]}`, or
+  `{}`/None to decline;
+- validate: `{"accept": bool, "review": str}`.
+
+It raises `HandlerRefused` when the riddle cannot be handled and retrying would not help;
+any other exception is an error that is retried. An extract handler may carry a `types`
+attribute (the data types it supports; all when absent).
+
+Names: a built-in (`text`, `calculator`, `gatekeeper`), an entry point in the group
+`riddlectl.handlers`, `module:attr`, or `cmd:COMMAND` for an external command.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from importlib.metadata import entry_points
+from pathlib import Path
+from typing import Any
+
+from riddlectl.errors import ConfigError
+from riddlectl.models import Riddle
+
+ENTRY_POINT_GROUP = "riddlectl.handlers"
+
+
+@dataclass
+class Job:
+    """What a handler gets: the riddle and where things are."""
+
+    riddle: Riddle
+    stage: str
+    data_dir: Path
+    spool_root: Path
+    timeout: float = 60.0
+    item_index: int | None = None  # extract only
+    item_path: Path | None = None  # extract only
+    extractions: list[dict[str, Any] | None] = field(default_factory=list)  # solve, validate
+
+
+HandlerFn = Callable[[Job], "dict[str, Any] | None"]
+
+
+@dataclass(frozen=True)
+class NamedHandler:
+    name: str
+    fn: HandlerFn
+    types: frozenset[str] | None = None
+    version: str = "1"
+
+    def supports(self, item_type: str) -> bool:
+        return self.types is None or item_type in self.types
+
+    def __call__(self, job: Job) -> dict[str, Any] | None:
+        return self.fn(job)
+
+
+def _builtins() -> dict[str, dict[str, NamedHandler]]:
+    from riddlectl import builtin_handlers as b
+
+    return {
+        "extract": {
+            "text": NamedHandler("text", b.text_extractor, frozenset({"text"}), b.TEXT_VERSION)
+        },
+        "solve": {"calculator": NamedHandler("calculator", b.calculator)},
+        "validate": {"gatekeeper": NamedHandler("gatekeeper", b.gatekeeper)},
+    }
+
+
+def load(spec: str, stage: str) -> NamedHandler:
+    """Resolve one handler name for `stage`, or `ConfigError` naming it."""
+    if spec.startswith("cmd:"):
+        from riddlectl.external import CommandHandler
+
+        command = CommandHandler(spec.removeprefix("cmd:"), stage)
+        return NamedHandler(spec, command)
+    builtin = _builtins().get(stage, {}).get(spec)
+    if builtin is not None:
+        return builtin
+    target = _entry_point(spec) or _import(spec)
+    if target is None:
+        known = ", ".join(sorted(_builtins().get(stage, {}))) or "none"
+        raise ConfigError(
+            f"unknown handler (built-ins for {stage}: {known}; or module:attr, "
+            "an entry point, cmd:COMMAND)",
+            where=spec,
+        )
+    if not callable(target):
+        raise ConfigError("is not callable", where=spec)
+    types = getattr(target, "types", None)
+    return NamedHandler(
+        spec, target, frozenset(types) if types else None, str(getattr(target, "version", "1"))
+    )
+
+
+def _entry_point(name: str) -> Any:
+    for point in entry_points(group=ENTRY_POINT_GROUP):
+        if point.name == name:
+            return point.load()
+    return None
+
+
+def _import(spec: str) -> Any:
+    module_name, _, attr = spec.partition(":")
+    if not attr:
+        return None
+    try:
+        target: Any = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ConfigError(f"cannot import {module_name}: {exc}", where=spec) from None
+    for part in attr.split("."):
+        target = getattr(target, part, None)
+        if target is None:
+            raise ConfigError(f"{module_name} has no {attr}", where=spec)
+    return target
+
+
+def load_stage(stage: str, specs: tuple[str, ...] | list[str]) -> list[NamedHandler]:
+    return [load(spec, stage) for spec in specs]

@@ -1,0 +1,247 @@
+"""The pipeline: a claimed riddle through one stage, with retries, poison and parents.
+
+`Pipeline.handle` is the one place that turns a stage's outcome (or its exception) into a
+commit: forward on success, back into the same queue with a delay on a retryable error,
+to `failed/` when the riddle cannot be handled or its attempts are used up. Every handling
+appends one `history` entry to the document and one line to the event log.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from riddlectl.errors import HandlerFailed, HandlerRefused, InvalidData, RiddleError
+from riddlectl.events import EventLog
+from riddlectl.identity import Actor
+from riddlectl.models import Riddle
+from riddlectl.queues import FINAL, INBOX, Queue, route
+from riddlectl.retry import RetryPolicy
+from riddlectl.spool import Claim, Spool
+from riddlectl.stages import STAGE_FUNCTIONS, Outcome, StageContext
+
+MAX_HISTORY = 200  # entries kept per document, so a riddle retried forever stays small
+
+
+@dataclass
+class Pipeline:
+    spool: Spool
+    events: EventLog
+    actor: Actor
+    retry: RetryPolicy
+    max_abandoned: int = 5
+    # Called after every commit with (id, destination): how `run` counts what it did.
+    on_move: Callable[[str, Queue], None] | None = None
+
+    # -- recording ------------------------------------------------------------------------
+
+    def record(
+        self,
+        riddle: Riddle,
+        stage: str,
+        source: Queue | None,
+        to: Queue | None,
+        outcome: str,
+        *,
+        error: str | None = None,
+        duration: float | None = None,
+        rev: int | None = None,
+    ) -> dict[str, Any]:
+        event: dict[str, Any] = {
+            "time": time.time(),
+            "id": riddle.id,
+            "stage": stage,
+            "from": source.value if source else None,
+            "to": to.value if to else None,
+            "outcome": outcome,
+            **self.actor.as_dict(),
+            "rev": riddle.rev + 1 if rev is None else rev,
+        }
+        if duration is not None:
+            event["duration"] = round(duration, 6)
+        if error:
+            event["error"] = error
+        riddle.history = [*riddle.history, event][-MAX_HISTORY:]
+        return event
+
+    def move(
+        self,
+        claim: Claim,
+        riddle: Riddle,
+        to: Queue,
+        stage: str,
+        outcome: str,
+        *,
+        error: str | None = None,
+        duration: float | None = None,
+    ) -> Riddle:
+        """Commit `riddle` to `to` with its history entry, then log the event."""
+        riddle.contacts += 1
+        if to is Queue.DONE:
+            riddle.status.solved = is_solved(riddle)
+        if error is not None or to is Queue.FAILED:
+            riddle.error = error
+        event = self.record(riddle, stage, claim.queue, to, outcome, error=error, duration=duration)
+        stored = self.spool.commit(claim, riddle, to)
+        self.events.append(event)
+        if self.on_move is not None:
+            self.on_move(stored.id or "", to)
+        if to in FINAL and stored.parent_id:
+            self.resume_parent(stored.parent_id)
+        return stored
+
+    # -- handling -------------------------------------------------------------------------
+
+    def handle(self, claim: Claim, stage: str, ctx: StageContext) -> Riddle:
+        """Run `stage` on a claimed riddle and commit the result; the claim ends here."""
+        riddle = claim.riddle.model_copy(deep=True)
+        if claim.abandoned >= self.max_abandoned:
+            error = (
+                f"abandoned {claim.abandoned} times in a row: its agent died while "
+                f"handling it (poison riddle)"
+            )
+            return self.move(claim, riddle, Queue.FAILED, stage, "abandoned", error=error)
+        started = time.monotonic()
+        try:
+            outcome = STAGE_FUNCTIONS[stage](riddle, ctx)
+        except (HandlerRefused, InvalidData) as exc:
+            return self.move(
+                claim,
+                riddle,
+                Queue.FAILED,
+                stage,
+                "failed",
+                error=str(exc),
+                duration=time.monotonic() - started,
+            )
+        except Exception as exc:
+            return self._retry_later(claim, riddle, stage, exc, time.monotonic() - started)
+        return self._forward(claim, stage, outcome, time.monotonic() - started)
+
+    def _forward(self, claim: Claim, stage: str, outcome: Outcome, duration: float) -> Riddle:
+        riddle = outcome.riddle
+        if hasattr(riddle, "retry_at"):
+            riddle.retry_at = None  # type: ignore[attr-defined]
+        if outcome.children:
+            self._add_children(riddle, outcome.children)
+        if outcome.to is not Queue.FAILED:
+            riddle.error = None
+        return self.move(
+            claim,
+            riddle,
+            outcome.to,
+            stage,
+            outcome.outcome,
+            error=outcome.error,
+            duration=duration,
+        )
+
+    def _add_children(self, parent: Riddle, children: list[Riddle]) -> None:
+        # Idempotent: a crash after adding them and before moving the parent re-solves the
+        # parent, which names the same ids; those already stored are kept as they are.
+        fresh = [c for c in children if self.spool.find(c.id or "") is None]
+        now = time.time()
+        for child in fresh:
+            child.created = now
+            self.record(child, "submit", None, route(child), "ok", rev=1)
+        self.spool.add(fresh)
+        for child in fresh:
+            self.events.append(child.history[-1])
+
+    def _retry_later(
+        self, claim: Claim, riddle: Riddle, stage: str, exc: Exception, duration: float
+    ) -> Riddle:
+        error = _describe(exc)
+        attempts = dict(getattr(riddle, "attempts", None) or {})
+        attempts[stage] = int(attempts.get(stage, 0)) + 1
+        riddle.attempts = attempts  # type: ignore[attr-defined]
+        delay = self.retry.delay(attempts[stage])
+        outcome = "timeout" if "timed out" in error else "error"
+        if delay is None:
+            error = f"{stage} failed after {attempts[stage]} attempts: {error}"
+            return self.move(
+                claim, riddle, Queue.FAILED, stage, outcome, error=error, duration=duration
+            )
+        riddle.retry_at = time.time() + delay  # type: ignore[attr-defined]
+        return self.move(claim, riddle, claim.queue, stage, outcome, error=error, duration=duration)
+
+    # -- parents --------------------------------------------------------------------------
+
+    def resume_parent(self, parent_id: str) -> bool:
+        """Move a waiting parent back to solving once every child is final.
+
+        Any agent finishing a child calls this; the waiting sweep calls it too, so a race
+        between two children finishing at once cannot leave the parent waiting.
+        """
+        found = self.spool.find(parent_id)
+        if found is None or found[0] is not Queue.WAITING:
+            return False
+        results = self.sub_results_of(found[1])
+        if results is None:
+            return False
+        try:
+            claim = self.spool.claim_id(parent_id, wait=0.5)
+        except (TimeoutError, RiddleError):
+            return False
+        if claim.queue is not Queue.WAITING:
+            self.spool.release(claim)
+            return False
+        parent = claim.riddle.model_copy(deep=True)
+        parent.sub_results = results
+        failed = [r for r in results if not r["solved"]]
+        if failed:
+            first = failed[0]
+            error = f"sub-riddle {first['id']} failed: {first['error'] or 'not solved'}"
+            self.move(claim, parent, Queue.FAILED, "solve", "failed", error=error)
+        else:
+            self.move(claim, parent, INBOX["solve"], "solve", "ok")
+        return True
+
+    def sub_results_of(self, parent: Riddle) -> list[dict[str, Any]] | None:
+        results = []
+        for child_id in parent.sub_ids:
+            found = self.spool.find(child_id)
+            if found is None:
+                results.append(
+                    {
+                        "id": child_id,
+                        "question": None,
+                        "solution": None,
+                        "solved": False,
+                        "error": "sub-riddle is missing",
+                    }
+                )
+                continue
+            queue, child = found
+            if queue not in FINAL:
+                return None
+            results.append(
+                {
+                    "id": child_id,
+                    "question": child.riddle.question,
+                    "solution": child.solution.solution if child.solution else None,
+                    "solved": child.status.solved,
+                    "error": child.error,
+                }
+            )
+        return results
+
+    def sweep_waiting(self) -> int:
+        """Resume every waiting parent whose children are all final; how many moved."""
+        return sum(self.resume_parent(pid) for pid in self.spool.ids(Queue.WAITING))
+
+
+def is_solved(riddle: Riddle) -> bool:
+    """SPEC §2: a solution that was accepted or needed no validation."""
+    solution = riddle.solution
+    if solution is None:
+        return False
+    return solution.accepted is True or not riddle.status.validate_.required
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, HandlerFailed | RiddleError):
+        return str(exc)
+    return f"{type(exc).__name__}: {exc}"

@@ -1,0 +1,106 @@
+"""Inspecting the spool: counts, per-riddle summaries, results (status, show, result)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from riddlectl.errors import InvalidDocument, UnknownRiddle, WaitTimeout
+from riddlectl.models import Riddle
+from riddlectl.queues import FINAL, INBOX, Queue
+from riddlectl.spool import Spool
+
+
+def queue_named(name: str) -> Queue:
+    """A queue by its own name or by the stage whose inbox it is (`--stage solve`)."""
+    if name in INBOX:
+        return INBOX[name]
+    try:
+        return Queue(name)
+    except ValueError:
+        names = ", ".join([*INBOX, *(q.value for q in Queue if q not in INBOX.values())])
+        raise InvalidDocument(
+            f"unknown stage or queue {name!r} (one of: {names})", where="--stage"
+        ) from None
+
+
+def summarize(queue: Queue, riddle: Riddle) -> dict[str, Any]:
+    """The per-riddle line of `status`: where it is and how it stands."""
+    return {
+        "id": riddle.id,
+        "queue": queue.value,
+        "trial": riddle.status.trial,
+        "solved": riddle.status.solved,
+        "solution": riddle.solution.solution if riddle.solution else None,
+        "accepted": riddle.solution.accepted if riddle.solution else None,
+        "error": riddle.error,
+        "priority": riddle.priority,
+        "question": riddle.riddle.question,
+        "parent_id": riddle.parent_id,
+        "sub_ids": riddle.sub_ids,
+        "updated": riddle.updated,
+    }
+
+
+def counts(spool: Spool) -> dict[str, int]:
+    out = {queue.value: n for queue, n in spool.counts().items()}
+    out["corrupt"] = len(spool.corrupt_files())
+    return out
+
+
+def summaries(spool: Spool, listing: list[tuple[Queue, str]]) -> list[dict[str, Any]]:
+    out = []
+    for queue, riddle_id in listing:
+        try:
+            riddle = spool.read(queue, riddle_id)
+        except InvalidDocument:
+            continue
+        if riddle is not None:
+            out.append(summarize(queue, riddle))
+    return out
+
+
+def by_ids(spool: Spool, ids: list[str]) -> list[dict[str, Any]]:
+    """Summaries of the given riddles; `UnknownRiddle` for the first unknown id."""
+    return [summarize(*spool.require(riddle_id)) for riddle_id in ids]
+
+
+@dataclass
+class Result:
+    riddle_id: str
+    queue: Queue
+    riddle: Riddle
+
+    @property
+    def final(self) -> bool:
+        return self.queue in FINAL
+
+    @property
+    def solution(self) -> str | None:
+        return self.riddle.solution.solution if self.riddle.solution else None
+
+
+def results(
+    spool: Spool,
+    ids: list[str],
+    wait: bool = False,
+    timeout: float | None = None,
+    poll: float = 0.1,
+) -> list[Result]:
+    """Where each riddle stands; with `wait`, once all are final (`WaitTimeout` past `timeout`).
+
+    `UnknownRiddle` for an id the spool does not have.
+    """
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while True:
+        found = [Result(riddle_id, *spool.require(riddle_id)) for riddle_id in ids]
+        if not wait or all(r.final for r in found):
+            return found
+        if deadline is not None and time.monotonic() >= deadline:
+            late = ", ".join(r.riddle_id for r in found if not r.final)
+            raise WaitTimeout(f"not final after {timeout:g} s", where=late)
+        time.sleep(poll)
+
+
+__all__ = ["Result", "UnknownRiddle", "by_ids", "counts", "queue_named", "results", "summaries"]

@@ -1,0 +1,81 @@
+"""`run` and `agent`: agents for some stages in this process, until stopped or (once) idle."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from riddlectl import runtime
+from riddlectl.agent import Worker, run_workers
+from riddlectl.identity import Actor
+from riddlectl.queues import INBOX, STAGES, Queue
+from riddlectl.settings import Settings
+
+
+@dataclass
+class RunSummary:
+    """What one `run`/`agent` moved to a final queue, and how long it took."""
+
+    done: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)
+    handled: int = 0
+    seconds: float = 0.0
+    held: int = 0
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "done": len(self.done),
+            "failed": len(self.failed),
+            "held": self.held,
+            "handled": self.handled,
+            "seconds": round(self.seconds, 3),
+            "failed_ids": self.failed,
+        }
+
+
+def run(
+    settings: Settings,
+    stages: tuple[str, ...] = STAGES,
+    *,
+    once: bool = False,
+    concurrency: int = 1,
+    stop: threading.Event | None = None,
+    name: str = "run",
+    on_tick: Callable[[RunSummary], None] | None = None,
+) -> RunSummary:
+    """Run agents for `stages` in `concurrency` threads; see `agent.run_workers`."""
+    stop = stop or threading.Event()
+    summary = RunSummary()
+    started = time.monotonic()
+    actor = Actor(f"{name}:{'+'.join(stages)}")
+    contexts = {
+        stage: runtime.stage_context(settings, stage) for stage in STAGES if stage in stages
+    }
+    workers = []
+    for _ in range(concurrency):
+        spool = runtime.open_spool(settings, actor)
+        pipeline = runtime.pipeline(settings, spool, actor)
+        pipeline.on_move = lambda riddle_id, queue: _count(summary, riddle_id, queue)
+        workers.append(Worker(pipeline, contexts))
+    watch_dirs = [workers[0].pipeline.spool.dir(INBOX[s]) for s in contexts]
+    tick = (lambda: on_tick(summary)) if on_tick else None
+    try:
+        run_workers(workers, once=once, stop=stop, watch_dirs=watch_dirs, on_tick=tick)
+    finally:
+        summary.seconds = time.monotonic() - started
+        summary.held = len(workers[0].pipeline.spool.ids(Queue.HOLD))
+    return summary
+
+
+_count_lock = threading.Lock()
+
+
+def _count(summary: RunSummary, riddle_id: str, queue: Queue) -> None:
+    with _count_lock:
+        summary.handled += 1  # every hand-off, not only final ones
+        if queue is Queue.DONE:
+            summary.done.append(riddle_id)
+        elif queue is Queue.FAILED:
+            summary.failed.append(riddle_id)

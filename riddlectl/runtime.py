@@ -1,0 +1,53 @@
+"""Wiring: from resolved `Settings` to a spool, an event log and a pipeline.
+
+The CLI and the tests both build their objects here, so a command and a test of the same
+thing run the same code.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from riddlectl.errors import ConfigError
+from riddlectl.events import EventLog
+from riddlectl.extractions import ExtractionStore
+from riddlectl.fsspool import FsSpool
+from riddlectl.handlers import load_stage
+from riddlectl.identity import Actor
+from riddlectl.pipeline import Pipeline
+from riddlectl.retry import RetryPolicy
+from riddlectl.settings import Settings
+from riddlectl.spool import Spool
+from riddlectl.stages import StageContext
+
+
+def open_spool(settings: Settings, actor: Actor | None = None, *, create: bool = True) -> FsSpool:
+    """The spool of `settings`; made (idempotently) when `create`, else it must exist."""
+    root = Path(settings.spool)
+    if not create and not (root / "incoming").is_dir():
+        raise ConfigError(f"no spool at {root} (create one with `riddlectl init`)", where="--spool")
+    spool = FsSpool(root, durable=settings.fsync, actor=actor, drop_in_grace=settings.drop_in_grace)
+    spool.init()
+    return spool
+
+
+def event_log(settings: Settings) -> EventLog:
+    return EventLog(Path(settings.spool) / "events.jsonl")
+
+
+def pipeline(settings: Settings, spool: Spool, actor: Actor) -> Pipeline:
+    policy = RetryPolicy(settings.max_attempts, settings.retry_base, settings.retry_cap)
+    return Pipeline(spool, event_log(settings), actor, policy, settings.max_abandoned)
+
+
+def stage_context(settings: Settings, stage: str) -> StageContext:
+    handlers = load_stage(stage, settings.handlers_for(stage)) if stage != "manage" else []
+    return StageContext(
+        data_dir=Path(settings.data_dir),
+        spool_root=Path(settings.spool),
+        store=ExtractionStore(Path(settings.spool), durable=settings.fsync),
+        handlers=handlers,
+        timeout=settings.timeout,
+        max_trials=settings.max_trials,
+        max_data_bytes=settings.max_data_bytes,
+    )

@@ -1,0 +1,216 @@
+"""What each stage does to one riddle: a function from a document to an `Outcome`.
+
+No claims, locks or retries here (that is `pipeline`); a stage raises `HandlerRefused` or
+`InvalidData` when the riddle must fail now, and any other exception for an error worth
+trying again.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from riddlectl import datafiles
+from riddlectl.errors import HandlerFailed, HandlerRefused, HandlerTimeout, InvalidData
+from riddlectl.extractions import ExtractionStore, envelope
+from riddlectl.handlers import Job, NamedHandler
+from riddlectl.ids import sub_id
+from riddlectl.models import DataItem, Riddle, Solution
+from riddlectl.queues import Queue, route
+
+
+@dataclass
+class Outcome:
+    riddle: Riddle
+    to: Queue
+    outcome: str = "ok"
+    error: str | None = None
+    children: list[Riddle] = field(default_factory=list)
+
+
+@dataclass
+class StageContext:
+    data_dir: Path
+    spool_root: Path
+    store: ExtractionStore
+    handlers: list[NamedHandler]
+    timeout: float = 60.0
+    max_trials: int = 3
+    max_data_bytes: int = 10 * 1024 * 1024
+
+    def job(self, riddle: Riddle, stage: str, **extra: Any) -> Job:
+        return Job(riddle, stage, self.data_dir, self.spool_root, self.timeout, **extra)
+
+
+def call(handler: NamedHandler, job: Job) -> dict[str, Any] | None:
+    """Run a handler; Python callables from outside run in a thread bounded by the timeout.
+
+    Built-ins bound their own work and commands enforce their own timeout; a foreign
+    callable that hangs is abandoned in its daemon thread so the agent can go on.
+    """
+    if handler.name.startswith("cmd:") or handler.fn.__module__.startswith("riddlectl."):
+        return handler(job)
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["result"] = handler(job)
+        except BaseException as exc:  # handed over to the agent's thread
+            box["error"] = exc
+
+    thread = threading.Thread(target=target, name=f"handler-{handler.name}", daemon=True)
+    thread.start()
+    thread.join(job.timeout)
+    if thread.is_alive():
+        raise HandlerTimeout(f"{handler.name} timed out after {job.timeout:g} s")
+    if "error" in box:
+        raise box["error"]
+    return box.get("result")
+
+
+def _answer(result: Any, handler: NamedHandler) -> dict[str, Any]:
+    if result is None:
+        return {}
+    if not isinstance(result, dict):
+        raise HandlerFailed(f"{handler.name} returned {type(result).__name__}, not a dict")
+    return result
+
+
+# -- extract --------------------------------------------------------------------------------
+
+
+def extract(riddle: Riddle, ctx: StageContext) -> Outcome:
+    if riddle.status.extract.required:
+        for index, item in enumerate(riddle.data):
+            item.file_extracted = _extract_item(riddle, index, item, ctx)
+        riddle.status.extract.finished = True
+    return Outcome(riddle, route(riddle, "extract"))
+
+
+def _extract_item(riddle: Riddle, index: int, item: DataItem, ctx: StageContext) -> str:
+    where, field_name = riddle.id or "riddle", f"data[{index}].file_plain"
+    path = datafiles.resolve(ctx.data_dir, item.file_plain, where, field_name)
+    content = datafiles.read(path, item.type, ctx.max_data_bytes, where, field_name)
+    handler = next((h for h in ctx.handlers if h.supports(item.type)), None)
+    if handler is None:
+        raise InvalidData(
+            f"no extractor for type {item.type!r}", where=where, field=f"data[{index}].type"
+        )
+    key = ctx.store.key(content, handler.name, handler.version)
+
+    def make() -> dict[str, Any]:
+        job = ctx.job(riddle, "extract", item_index=index, item_path=path)
+        found = _answer(call(handler, job), handler)
+        return envelope(item.file_plain, content, handler.name, handler.version, found)
+
+    return ctx.store.get_or_make(key, make)
+
+
+def load_extractions(riddle: Riddle, ctx: StageContext) -> list[dict[str, Any] | None]:
+    return [ctx.store.load(item.file_extracted) for item in riddle.data]
+
+
+# -- solve ----------------------------------------------------------------------------------
+
+
+def solve(riddle: Riddle, ctx: StageContext) -> Outcome:
+    if not riddle.status.solve.required:
+        return Outcome(riddle, route(riddle, "solve"))
+    job = ctx.job(riddle, "solve", extractions=load_extractions(riddle, ctx))
+    for handler in ctx.handlers:
+        answer = _answer(call(handler, job), handler)
+        if answer.get("sub_riddles"):
+            return _spawn(riddle, answer["sub_riddles"], handler)
+        if answer.get("solution") is not None:
+            riddle.solution = _solution(answer, handler)
+            riddle.status.solve.finished = True
+            return Outcome(riddle, route(riddle, "solve"))
+    raise HandlerRefused("no solve handler answered")
+
+
+def _solution(answer: dict[str, Any], handler: NamedHandler) -> Solution:
+    fields = {k: v for k, v in answer.items() if k not in ("accepted", "review")}
+    try:
+        return Solution.model_validate(fields)
+    except ValueError as exc:
+        raise HandlerFailed(f"{handler.name} answered an invalid solution: {exc}") from None
+
+
+def _spawn(parent: Riddle, specs: Any, handler: NamedHandler) -> Outcome:
+    if not isinstance(specs, list):
+        raise HandlerFailed(f"{handler.name}: sub_riddles must be a list")
+    children = []
+    first = len(parent.sub_ids) + 1
+    for offset, spec in enumerate(specs):
+        if not isinstance(spec, dict):
+            raise HandlerFailed(f"{handler.name}: each sub-riddle must be an object")
+        child_id = sub_id(parent.id or "", first + offset)
+        body = {"status": {"validate": {"required": False}}, "priority": parent.priority, **spec}
+        try:
+            child = Riddle.model_validate({**body, "id": child_id, "parent_id": parent.id})
+        except ValueError as exc:
+            raise HandlerFailed(f"{handler.name}: invalid sub-riddle: {exc}") from None
+        children.append(child)
+    parent.sub_ids = [*parent.sub_ids, *(c.id or "" for c in children)]
+    parent.sub_results = None
+    return Outcome(parent, Queue.WAITING, "ok", children=children)
+
+
+# -- validate -------------------------------------------------------------------------------
+
+
+def validate(riddle: Riddle, ctx: StageContext) -> Outcome:
+    if not riddle.status.validate_.required:
+        return Outcome(riddle, route(riddle, "validate"))
+    if riddle.solution is None:
+        raise HandlerRefused("there is no solution to validate")
+    job = ctx.job(riddle, "validate", extractions=load_extractions(riddle, ctx))
+    reviews = []
+    accepted = True
+    for handler in ctx.handlers:
+        verdict = _answer(call(handler, job), handler)
+        if "accept" not in verdict:
+            raise HandlerFailed(f"{handler.name} gave no verdict (expected {{'accept', 'review'}})")
+        if verdict.get("review"):
+            reviews.append(str(verdict["review"]))
+        if not verdict["accept"]:
+            accepted = False
+            reviews = [str(verdict.get("review") or f"rejected by {handler.name}")]
+            break
+    riddle.solution.accepted = accepted
+    riddle.solution.review = "; ".join(reviews) or None
+    riddle.status.validate_.finished = True
+    return Outcome(riddle, Queue.VALIDATED, "accepted" if accepted else "rejected")
+
+
+# -- manage ---------------------------------------------------------------------------------
+
+
+def manage(riddle: Riddle, ctx: StageContext) -> Outcome:
+    solution = riddle.solution
+    if solution is not None and (solution.accepted or not riddle.status.validate_.required):
+        return Outcome(riddle, Queue.DONE, "accepted")
+    if solution is None:
+        raise HandlerRefused("there is no solution to manage")
+    return repose(riddle, solution, ctx.max_trials)
+
+
+def repose(riddle: Riddle, rejected: Solution, max_trials: int) -> Outcome:
+    """Pose a rejected riddle again (trial + 1), or fail it when its trials are used up."""
+    riddle.riddle.solutions_before = [*riddle.riddle.solutions_before, rejected]
+    riddle.solution = None
+    riddle.status.trial += 1
+    riddle.status.solve.finished = False
+    riddle.status.validate_.finished = False
+    if riddle.status.trial >= max_trials:
+        review = rejected.review or "no review"
+        error = (
+            f"rejected {riddle.status.trial} times (max_trials {max_trials}); last review: {review}"
+        )
+        return Outcome(riddle, Queue.FAILED, "failed", error)
+    return Outcome(riddle, route(riddle, "extract"), "rejected")
+
+
+STAGE_FUNCTIONS = {"extract": extract, "solve": solve, "validate": validate, "manage": manage}

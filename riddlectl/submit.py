@@ -1,0 +1,109 @@
+"""Submitting riddles: parse, validate everything, then store all or nothing."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from riddlectl import datafiles, documents
+from riddlectl.errors import InvalidDocument
+from riddlectl.ids import new_id
+from riddlectl.models import Riddle
+from riddlectl.pipeline import Pipeline
+from riddlectl.queues import route
+from riddlectl.settings import Settings
+
+
+@dataclass(frozen=True)
+class Source:
+    """Raw submission bytes and the name errors should use for them (a file, `<stdin>`)."""
+
+    name: str
+    raw: bytes
+
+
+def from_flags(
+    question: str,
+    *,
+    context: str = "",
+    data: Iterable[str] = (),
+    answer_kind: str | None = None,
+    extract: bool = True,
+    validate: bool = True,
+    riddle_id: str | None = None,
+    priority: int | None = None,
+) -> dict[str, Any]:
+    """The document `submit --question …` builds."""
+    doc: dict[str, Any] = {
+        "riddle": {"context": context, "question": question},
+        "data": [{"type": "text", "file_plain": path} for path in data],
+        "status": {"extract": {"required": extract}, "validate": {"required": validate}},
+    }
+    if answer_kind is not None:
+        doc["riddle"]["answer"] = (
+            {"type": "noul"} if answer_kind == "noul" else {"type": "fill", "kind": answer_kind}
+        )
+    if riddle_id:
+        doc["id"] = riddle_id
+    if priority is not None:
+        doc["priority"] = priority
+    return doc
+
+
+def parse_sources(
+    sources: Iterable[Source], limit: int = documents.MAX_DOCUMENT_BYTES
+) -> list[tuple[str, Any]]:
+    """(where, parsed JSON) for every document in every source; JSON errors raise."""
+    parsed = []
+    for source in sources:
+        docs = documents.split_submission(source.raw, source.name, limit)
+        several = len(docs) > 1
+        parsed += [
+            (f"{source.name}[{i}]" if several else source.name, d) for i, d in enumerate(docs)
+        ]
+    return parsed
+
+
+def prepare(
+    parsed: Iterable[tuple[str, Any]], settings: Settings, priority: int | None = None
+) -> list[Riddle]:
+    """Validated riddles with ids and timestamps; `InvalidDocument`/`InvalidData` on the first
+    problem, before anything is written."""
+    riddles, seen = [], set()
+    now = time.time()
+    for where, obj in parsed:
+        riddle = documents.to_riddle(obj, where)
+        if riddle.id is None:
+            riddle.id = new_id()
+        if riddle.id in seen:
+            raise InvalidDocument(f"id {riddle.id!r} is given twice", where=where, field="id")
+        seen.add(riddle.id)
+        for index, item in enumerate(riddle.data):
+            datafiles.check(
+                settings.data_dir,
+                item.file_plain,
+                item.type,
+                settings.max_data_bytes,
+                where,
+                f"data[{index}].file_plain",
+            )
+        if priority is not None:
+            riddle.priority = priority
+        riddle.created = now
+        riddles.append(riddle)
+    return riddles
+
+
+def submit(pipeline: Pipeline, riddles: list[Riddle]) -> list[str]:
+    """Store the riddles, each in the inbox of its first required step; all or none.
+
+    `DuplicateId` when any id is already in the spool (nothing is stored then).
+    """
+    for riddle in riddles:
+        pipeline.record(riddle, "submit", None, route(riddle), "ok", rev=1)
+    pipeline.spool.add(riddles)
+    for riddle in riddles:
+        pipeline.events.append({**riddle.history[-1], "to": route(riddle).value})
+    return [riddle.id or "" for riddle in riddles]

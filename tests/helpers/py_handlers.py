@@ -1,0 +1,21 @@
+"""Python handlers named by module:attr in the tests."""
+
+from pathlib import Path
+
+
+def decline(job):
+    """Declines every riddle, leaving a trace that it was asked."""
+    (job.spool_root / "declined.txt").write_text(job.riddle.id)
+    return {}
+
+
+def count_extractions(job):
+    """A text extractor that counts its calls in the file $COUNT_FILE."""
+    import os
+
+    with open(os.environ["COUNT_FILE"], "a") as handle:
+        handle.write("x\n")
+    return {"variables": {}, "text": Path(job.item_path).read_text()}
+
+
+count_extractions.types = {"text"}
