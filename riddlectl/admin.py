@@ -1,0 +1,158 @@
+"""Acting on riddles by hand: retry, hold, release, cancel, purge (postsuper's verbs).
+
+Each action claims the riddle by id (waiting briefly for an agent that holds it), changes
+it, and commits it with one history entry and one event whose `stage` is the command.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+
+from riddlectl.errors import InvalidDocument
+from riddlectl.models import Riddle
+from riddlectl.pipeline import Pipeline
+from riddlectl.queues import FINAL, INBOX, Queue, route
+
+RETRY_STEPS = ("extract", "solve", "validate")
+
+
+def _extra(riddle: Riddle) -> dict[str, object]:
+    if riddle.__pydantic_extra__ is None:
+        riddle.__pydantic_extra__ = {}
+    return riddle.__pydantic_extra__
+
+
+def hold(pipeline: Pipeline, riddle_id: str) -> Queue:
+    """Park a riddle in `hold/`, remembering where it was; returns that queue."""
+    claim = pipeline.spool.claim_id(riddle_id)
+    if claim.queue in FINAL or claim.queue is Queue.HOLD:
+        pipeline.spool.release(claim)
+        raise InvalidDocument(f"cannot hold: it is in {claim.queue.value}/", where=riddle_id)
+    riddle = claim.riddle.model_copy(deep=True)
+    _extra(riddle)["held_from"] = claim.queue.value
+    pipeline.move(claim, riddle, Queue.HOLD, "hold", "ok")
+    return claim.queue
+
+
+def release(pipeline: Pipeline, riddle_id: str) -> Queue:
+    """Put a held riddle back where it was; returns that queue."""
+    claim = pipeline.spool.claim_id(riddle_id)
+    if claim.queue is not Queue.HOLD:
+        pipeline.spool.release(claim)
+        raise InvalidDocument(f"not held: it is in {claim.queue.value}/", where=riddle_id)
+    riddle = claim.riddle.model_copy(deep=True)
+    held_from = _extra(riddle).pop("held_from", None)
+    to = Queue(held_from) if held_from in {q.value for q in Queue} else route(riddle)
+    pipeline.move(claim, riddle, to, "release", "ok")
+    return to
+
+
+def cancel(pipeline: Pipeline, riddle_id: str) -> list[str]:
+    """Move a riddle and its sub-riddles (recursively) to `failed/` with error `cancelled`.
+
+    Riddles already final are left as they are. Returns the ids that were cancelled.
+    """
+    cancelled: list[str] = []
+    pending = [riddle_id]
+    while pending:
+        current = pending.pop()
+        claim = pipeline.spool.claim_id(current)
+        pending += claim.riddle.sub_ids
+        if claim.queue in FINAL:
+            pipeline.spool.release(claim)
+            continue
+        riddle = claim.riddle.model_copy(deep=True)
+        pipeline.move(claim, riddle, Queue.FAILED, "cancel", "failed", error="cancelled")
+        cancelled.append(current)
+    return cancelled
+
+
+def failed_step(riddle: Riddle) -> str:
+    """The step a failed riddle should start again at: where it failed; solve after trials."""
+    for event in reversed(riddle.history):
+        if event.get("to") == Queue.FAILED.value:
+            stage = event.get("stage")
+            if stage in RETRY_STEPS:
+                return str(stage)
+            break
+    return "solve"
+
+
+def retry(
+    pipeline: Pipeline, riddle_id: str, from_step: str | None = None, reset_trials: bool = False
+) -> Queue:
+    """Put a final riddle back into the pipeline; returns the queue it went to."""
+    claim = pipeline.spool.claim_id(riddle_id)
+    if claim.queue not in FINAL:
+        pipeline.spool.release(claim)
+        raise InvalidDocument(
+            f"cannot retry: it is in {claim.queue.value}/, not final", where=riddle_id
+        )
+    riddle = claim.riddle.model_copy(deep=True)
+    step = from_step or failed_step(riddle)
+    _reset(riddle, step, reset_trials)
+    to = INBOX[step] if riddle.status.step(step).required else route(riddle, _before(step))
+    pipeline.move(claim, riddle, to, "retry", "ok")
+    return to
+
+
+def _before(step: str) -> str | None:
+    index = RETRY_STEPS.index(step)
+    return RETRY_STEPS[index - 1] if index else None
+
+
+def _reset(riddle: Riddle, step: str, reset_trials: bool) -> None:
+    extra = _extra(riddle)
+    extra.pop("attempts", None)
+    extra.pop("retry_at", None)
+    riddle.error = None
+    riddle.status.solved = False
+    for name in RETRY_STEPS[RETRY_STEPS.index(step) :]:
+        riddle.status.step(name).finished = False
+    if step in ("extract", "solve"):
+        riddle.solution = None
+    elif riddle.solution is not None:
+        riddle.solution.accepted = None
+        riddle.solution.review = None
+    if reset_trials:
+        riddle.status.trial = 0
+
+
+def failed_ids(pipeline: Pipeline) -> list[str]:
+    return sorted(pipeline.spool.ids(Queue.FAILED))
+
+
+def purge(pipeline: Pipeline, queues: Iterable[Queue], older_than: float) -> list[str]:
+    """Delete final riddles last changed more than `older_than` seconds ago; their ids."""
+    cutoff = time.time() - older_than
+    purged = []
+    for queue in queues:
+        for riddle in list(pipeline.spool.iter_queue(queue)):
+            if (riddle.updated or 0) > cutoff:
+                continue
+            claim = pipeline.spool.claim_id(riddle.id or "")
+            if claim.queue is queue:
+                pipeline.spool.delete(claim)
+                pipeline.events.append(
+                    {
+                        **pipeline.record(claim.riddle, "purge", queue, None, "ok"),
+                        "rev": claim.riddle.rev,
+                    }
+                )
+                purged.append(riddle.id or "")
+            else:
+                pipeline.spool.release(claim)
+    return purged
+
+
+def parse_duration(text: str) -> float:
+    """`90`, `90s`, `15m`, `12h`, `7d`, `2w` → seconds; ValueError otherwise."""
+    units = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+    text = text.strip().lower()
+    unit = units.get(text[-1:])
+    number = text[:-1] if unit else text
+    value = float(number)
+    if value < 0 or value != value:
+        raise ValueError(text)
+    return value * (unit or 1)

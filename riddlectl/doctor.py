@@ -1,0 +1,143 @@
+"""`doctor`: find what a crash or a person left behind in a filesystem spool, and mend it.
+
+Findings: duplicates (an id in two queues), stale locks (lock files of riddles no longer
+in the spool), orphaned sub-riddles (a parent that is gone), parents waiting on children
+that are gone or final, leftovers in `tmp/`, files in `corrupt/`. `fix` repairs what is
+safe: the newer copy of a duplicate wins, stale locks and old temp files are removed,
+orphans are detached, waiting parents are resumed. Corrupt files are only reported: a
+person decides what they were.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections import defaultdict
+from dataclasses import dataclass
+
+from filelock import FileLock, Timeout
+
+from riddlectl.errors import InvalidDocument
+from riddlectl.fsspool import FsSpool
+from riddlectl.pipeline import Pipeline
+from riddlectl.queues import FINAL, Queue
+
+TMP_GRACE = 60.0  # a temp file younger than this may still be in a writer's hands
+
+
+@dataclass
+class Finding:
+    kind: str
+    subject: str
+    detail: str
+    fixed: bool = False
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "kind": self.kind,
+            "subject": self.subject,
+            "detail": self.detail,
+            "fixed": self.fixed,
+        }
+
+
+def examine(pipeline: Pipeline, fix: bool = False) -> list[Finding]:
+    spool = pipeline.spool
+    assert isinstance(spool, FsSpool)
+    findings = _duplicates(spool, fix)
+    findings += _stale_locks(spool, fix)
+    findings += _tmp_leftovers(spool, fix)
+    findings += _family(pipeline, fix)
+    findings += [Finding("corrupt", c.name, c.reason) for c in spool.corrupt_files()]
+    return findings
+
+
+def _duplicates(spool: FsSpool, fix: bool) -> list[Finding]:
+    where: dict[str, list[Queue]] = defaultdict(list)
+    for queue in Queue:
+        for riddle_id in spool.ids(queue):
+            where[riddle_id].append(queue)
+    findings = []
+    for riddle_id, queues in where.items():
+        if len(queues) < 2:
+            continue
+        finding = Finding("duplicate", riddle_id, "in " + ", ".join(q.value for q in queues))
+        if fix:
+            try:
+                spool.release(spool.claim_id(riddle_id, wait=1.0))  # resolves by rev
+                finding.fixed = (
+                    sum((spool.dir(q) / f"{riddle_id}.json").exists() for q in queues) == 1
+                )
+            except (TimeoutError, InvalidDocument):
+                pass
+        findings.append(finding)
+    return findings
+
+
+def _stale_locks(spool: FsSpool, fix: bool) -> list[Finding]:
+    findings = []
+    for entry in os.scandir(spool.root / "locks"):
+        name = entry.name.removesuffix(".lock")
+        if name.startswith("_") or spool.find(name) is not None:
+            continue
+        finding = Finding("stale-lock", name, "lock file of a riddle no longer in the spool")
+        if fix:
+            lock = FileLock(entry.path, thread_local=False)
+            try:
+                with lock.acquire(timeout=0):
+                    if spool.find(name) is None:
+                        os.unlink(entry.path)
+                        (spool.root / "claims" / f"{name}.json").unlink(missing_ok=True)
+                        finding.fixed = True
+            except Timeout:
+                pass
+        findings.append(finding)
+    return findings
+
+
+def _tmp_leftovers(spool: FsSpool, fix: bool) -> list[Finding]:
+    findings = []
+    now = time.time()
+    for entry in os.scandir(spool.root / "tmp"):
+        if entry.name.startswith("."):
+            continue
+        age = now - entry.stat().st_mtime
+        if age < TMP_GRACE:
+            continue
+        finding = Finding("tmp-leftover", entry.name, f"{age:.0f} s old")
+        if fix:
+            os.unlink(entry.path)
+            finding.fixed = True
+        findings.append(finding)
+    return findings
+
+
+def _family(pipeline: Pipeline, fix: bool) -> list[Finding]:
+    spool = pipeline.spool
+    findings = []
+    for queue in Queue:
+        for riddle in spool.iter_queue(queue) if queue not in FINAL else ():
+            if riddle.parent_id and spool.find(riddle.parent_id) is None:
+                finding = Finding("orphan", riddle.id or "", f"parent {riddle.parent_id} is gone")
+                if fix:
+                    finding.fixed = _detach(pipeline, riddle.id or "")
+                findings.append(finding)
+    for parent_id in spool.ids(Queue.WAITING):
+        parent = spool.read(Queue.WAITING, parent_id)
+        if parent is not None and pipeline.sub_results_of(parent) is not None:
+            finding = Finding("waiting", parent_id, "every sub-riddle is final or gone")
+            if fix:
+                finding.fixed = pipeline.resume_parent(parent_id)
+            findings.append(finding)
+    return findings
+
+
+def _detach(pipeline: Pipeline, riddle_id: str) -> bool:
+    try:
+        claim = pipeline.spool.claim_id(riddle_id, wait=1.0)
+    except TimeoutError:
+        return False
+    riddle = claim.riddle.model_copy(deep=True)
+    riddle.parent_id = None
+    pipeline.move(claim, riddle, claim.queue, "doctor", "ok")
+    return True
