@@ -9,9 +9,11 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Any
 
-from riddlectl import answers, recheck
+import imagesize
+
+from riddlectl import answers, datafiles, recheck
 from riddlectl import calculator as calc
-from riddlectl.errors import HandlerRefused
+from riddlectl.errors import HandlerRefused, InvalidData
 from riddlectl.handlers import Job
 from riddlectl.numbers import format_number, parse_number
 from riddlectl.textfacts import extract_facts
@@ -196,10 +198,27 @@ def _same(given: str, want: str) -> bool:
 
 
 def _data_texts(job: Job) -> list[str]:
+    """The text of each data item (empty for items that are not readable UTF-8 text)."""
     texts = []
     for item in job.riddle.data:
         try:
-            texts.append((job.data_dir / item.file_plain).read_text("utf-8"))
-        except (OSError, UnicodeDecodeError):
+            path = datafiles.resolve(job.data_dir, item.file_plain)
+            texts.append(path.read_text("utf-8"))
+        except (InvalidData, OSError, UnicodeDecodeError):
             texts.append("")
     return texts
+
+
+def _image_sizes(job: Job) -> list[tuple[int, int] | None]:
+    """(width, height) of each image item, read from its header; None where unknown."""
+    sizes: list[tuple[int, int] | None] = []
+    for item in job.riddle.data:
+        size = None
+        if item.type == "image":
+            try:
+                width, height = imagesize.get(datafiles.resolve(job.data_dir, item.file_plain))
+                size = (width, height) if width > 0 and height > 0 else None
+            except (InvalidData, OSError, ValueError):
+                size = None
+        sizes.append(size)
+    return sizes

@@ -625,6 +625,35 @@ def events(
     sys.stdout.flush()
 
 
+@app.command()
+@guarded
+def bench(
+    riddles: Annotated[
+        int, typer.Option(help="Generated riddles for the throughput run.", min=1)
+    ] = 2000,
+    agents_per_stage: Annotated[int, typer.Option(help="Agent processes per stage.", min=1)] = 1,
+    no_fsync: Annotated[bool, typer.Option("--no-fsync", help="Writes without fsync.")] = False,
+    status_riddles: Annotated[
+        int, typer.Option(help="Also time `status` over a spool this large.", min=0)
+    ] = 0,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object.")] = False,
+) -> None:
+    """Run the built-in pipeline on generated riddles in a temporary spool; report speed."""
+    from riddlectl import bench as benchmark
+
+    options = benchmark.BenchOptions(
+        riddles=riddles,
+        agents_per_stage=agents_per_stage,
+        fsync=not no_fsync,
+        status_riddles=status_riddles,
+    )
+    outcome = benchmark.run_bench(options)
+    if as_json:
+        emit_json(outcome)
+    else:
+        typer.echo(benchmark.render(outcome))
+
+
 def main() -> None:
     # watchdog logs an error when an observer stops while events are queued; harmless at
     # shutdown, and stderr is for our one-line errors.
