@@ -427,9 +427,21 @@ def run(
         max_trials=max_trials,
         handlers=_handler_flags(handler or []) or None,
     )
-    summary = run_agents(
-        settings, chosen, once=once, concurrency=concurrency, stop=_stop_on_signals()
-    )
+    stop = _stop_on_signals()
+    if quiet or as_json or not sys.stdout.isatty():
+        summary = run_agents(settings, chosen, once=once, concurrency=concurrency, stop=stop)
+    else:
+        from riddlectl.progress import RunProgress
+
+        with RunProgress(runtime.open_spool(settings)) as progress:
+            summary = run_agents(
+                settings,
+                chosen,
+                once=once,
+                concurrency=concurrency,
+                stop=stop,
+                on_tick=progress.update,
+            )
     _finish(summary, quiet, as_json, once)
 
 
