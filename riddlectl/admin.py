@@ -69,14 +69,26 @@ def cancel(pipeline: Pipeline, riddle_id: str) -> list[str]:
 
 
 def failed_step(riddle: Riddle) -> str:
-    """The step a failed riddle should start again at: where it failed; solve after trials."""
+    """The step a failed riddle starts again at: the step it failed in; solve after its
+    trials ran out; for a cancelled riddle, the step whose inbox it was taken from."""
     for event in reversed(riddle.history):
-        if event.get("to") == Queue.FAILED.value:
-            stage = event.get("stage")
-            if stage in RETRY_STEPS:
-                return str(stage)
-            break
+        if event.get("to") != Queue.FAILED.value:
+            continue
+        stage = event.get("stage")
+        if stage in RETRY_STEPS:
+            return str(stage)
+        if stage == "manage":  # rejected on its last trial
+            return "solve"
+        return _RESUME_FROM.get(str(event.get("from")), "solve")
     return "solve"
+
+
+_RESUME_FROM = {
+    Queue.INCOMING.value: "extract",
+    Queue.EXTRACTED.value: "solve",
+    Queue.SOLVED.value: "validate",
+    Queue.VALIDATED.value: "validate",
+}
 
 
 def retry(

@@ -17,7 +17,6 @@ from dataclasses import dataclass
 
 from filelock import FileLock, Timeout
 
-from riddlectl.errors import InvalidDocument
 from riddlectl.fsspool import FsSpool
 from riddlectl.pipeline import Pipeline
 from riddlectl.queues import FINAL, Queue
@@ -63,13 +62,7 @@ def _duplicates(spool: FsSpool, fix: bool) -> list[Finding]:
             continue
         finding = Finding("duplicate", riddle_id, "in " + ", ".join(q.value for q in queues))
         if fix:
-            try:
-                spool.release(spool.claim_id(riddle_id, wait=1.0))  # resolves by rev
-                finding.fixed = (
-                    sum((spool.dir(q) / f"{riddle_id}.json").exists() for q in queues) == 1
-                )
-            except (TimeoutError, InvalidDocument):
-                pass
+            finding.fixed = spool.dedupe(riddle_id, wait=1.0)
         findings.append(finding)
     return findings
 

@@ -279,22 +279,36 @@ class FsSpool(Spool):
         return Claim(riddle, queue, abandoned, _Token(lock, path))
 
     def _resolve_duplicates(self, queue: Queue, riddle: Riddle) -> Riddle | None:
-        """Keep the copy with the highest rev; None when the claimed copy lost."""
-        riddle_id = riddle.id or ""
+        """Keep the best copy of a riddle (see `_best`); None when the claimed copy lost."""
+        copies = [(queue, riddle)]
         for other in Queue:
-            if other is queue:
-                continue
-            try:
-                copy = self.read(other, riddle_id)
-            except InvalidDocument:
-                copy = None
-            if copy is None:
-                continue
-            if copy.rev > riddle.rev:
-                self._path(queue, riddle_id).unlink(missing_ok=True)
-                return None
-            self._path(other, riddle_id).unlink(missing_ok=True)
-        return riddle
+            if other is not queue:
+                try:
+                    copy = self.read(other, riddle.id or "")
+                except InvalidDocument:
+                    copy = None
+                if copy is not None:
+                    copies.append((other, copy))
+        best = max(copies, key=_best)
+        for other, _ in copies:
+            if other is not best[0]:
+                self._path(other, riddle.id or "").unlink(missing_ok=True)
+        return riddle if best[0] is queue else None
+
+    def dedupe(self, riddle_id: str, wait: float = 5.0) -> bool:
+        """Resolve duplicates of one riddle under its lock; True when one copy is left."""
+        lock = self._lock(riddle_id)
+        try:
+            lock.acquire(timeout=wait)
+        except Timeout:
+            return False
+        try:
+            found = self.find(riddle_id)
+            if found is not None:
+                self._resolve_duplicates(*found)
+            return sum(self._path(q, riddle_id).exists() for q in Queue) <= 1
+        finally:
+            lock.release()
 
     def _adopt(self, queue: Queue, name: str, riddle: Riddle) -> Claim | None:
         """A drop-in named other than `ID.json`: store it under its id, then claim that."""
@@ -348,6 +362,16 @@ class FsSpool(Spool):
 
     def _on_corrupt(self, queue: Queue, name: str, reason: str) -> None:
         """Hook for the agent layer to log the event; the spool itself only moves files."""
+
+
+_RANK = {queue: rank for rank, queue in enumerate(Queue)}
+
+
+def _best(copy: tuple[Queue, Riddle]) -> tuple[int, int]:
+    """The copy that wins: the higher rev (every commit bumps it); on a tie, which only a
+    person copying files can cause, the queue further along."""
+    queue, riddle = copy
+    return (riddle.rev, _RANK[queue])
 
 
 def _hashed(name: str) -> str:
