@@ -8,6 +8,8 @@ with `once`, stops when no riddle can move any more.
 
 from __future__ import annotations
 
+import contextlib
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -60,17 +62,50 @@ class Worker:
             if self.stop.is_set():
                 self._release(claims[index:])
                 break
-            self.pipeline.handle(claim, stage, self.contexts[stage])
+            try:
+                self.pipeline.handle(claim, stage, self.contexts[stage])
+            except OSError:  # the spool cannot be written: give everything back, unchanged
+                self._release(claims[index:])
+                raise
         return len(claims)
 
     def _release(self, claims: list[Claim]) -> None:
         for claim in claims:
-            self.pipeline.spool.release(claim)
+            with contextlib.suppress(OSError):
+                self.pipeline.spool.release(claim)
 
     def pending(self) -> int:
         """Riddles in this worker's inboxes: they can still move, now or later."""
         spool = self.pipeline.spool
         return sum(len(spool.ids(INBOX[stage])) for stage in self.stages)
+
+
+class DiskTrouble:
+    """Back-off while the spool cannot be written (full disk, read-only mount).
+
+    Says so on stderr once per streak and once a minute after, waits 0.5 s, doubling up
+    to 30 s, and starts over when a tick succeeds. Nothing is lost meanwhile: a commit is
+    atomic, so the riddle stays where it was, and its claim is given back.
+    """
+
+    def __init__(self) -> None:
+        self.failures = 0
+        self.last_said = 0.0
+
+    def back_off(self, exc: OSError) -> float:
+        self.failures += 1
+        delay = min(30.0, 0.5 * 2 ** (self.failures - 1))
+        if self.failures == 1 or time.monotonic() - self.last_said > 60:
+            self.last_said = time.monotonic()
+            sys.stderr.write(f"riddlectl: cannot write the spool: {exc}; retrying in {delay:g} s\n")
+            sys.stderr.flush()
+        return delay
+
+    def clear(self) -> None:
+        if self.failures:
+            sys.stderr.write("riddlectl: the spool is writable again\n")
+            sys.stderr.flush()
+        self.failures = 0
 
 
 class Waker(FileSystemEventHandler):
@@ -116,6 +151,8 @@ def run_workers(
     lock = threading.Lock()
     idle_rounds = [0]
 
+    trouble = DiskTrouble()
+
     def loop(index: int, worker: Worker) -> None:
         worker.stop = stop
         pause = MIN_PAUSE
@@ -124,6 +161,11 @@ def run_workers(
                 busy[index] += 1
             try:
                 handled = worker.tick()
+                trouble.clear()
+            except OSError as exc:
+                handled = 0
+                stop.wait(trouble.back_off(exc))
+                continue
             finally:
                 with lock:
                     busy[index] -= 1

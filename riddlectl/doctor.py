@@ -14,6 +14,7 @@ import os
 import time
 from collections import defaultdict
 from dataclasses import dataclass
+from pathlib import Path
 
 from filelock import FileLock, Timeout
 
@@ -46,6 +47,7 @@ def examine(pipeline: Pipeline, fix: bool = False) -> list[Finding]:
     findings = _duplicates(spool, fix)
     findings += _stale_locks(spool, fix)
     findings += _tmp_leftovers(spool, fix)
+    findings += _stale_claims(spool, fix)
     findings += _family(pipeline, fix)
     findings += [Finding("corrupt", c.name, c.reason) for c in spool.corrupt_files()]
     return findings
@@ -89,18 +91,29 @@ def _stale_locks(spool: FsSpool, fix: bool) -> list[Finding]:
 
 
 def _tmp_leftovers(spool: FsSpool, fix: bool) -> list[Finding]:
+    """Temp files of dead writers on this host, and any older than TMP_GRACE."""
     findings = []
     now = time.time()
+    stale = set(spool.stale_tmp())
     for entry in os.scandir(spool.root / "tmp"):
-        if entry.name.startswith("."):
-            continue
+        path = Path(entry.path)
         age = now - entry.stat().st_mtime
-        if age < TMP_GRACE:
+        if entry.name.startswith(".") or (path not in stale and age < TMP_GRACE):
             continue
         finding = Finding("tmp-leftover", entry.name, f"{age:.0f} s old")
         if fix:
-            os.unlink(entry.path)
+            path.unlink(missing_ok=True)
             finding.fixed = True
+        findings.append(finding)
+    return findings
+
+
+def _stale_claims(spool: FsSpool, fix: bool) -> list[Finding]:
+    findings = []
+    for riddle_id in spool.stale_claims():
+        finding = Finding("stale-claim", riddle_id, "claim record of a final or missing riddle")
+        if fix:
+            finding.fixed = spool.drop_claim_record(riddle_id)
         findings.append(finding)
     return findings
 

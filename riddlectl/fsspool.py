@@ -20,8 +20,9 @@ import orjson
 from filelock import FileLock, Timeout
 
 from riddlectl import atomic, documents
+from riddlectl.crashpoints import reach
 from riddlectl.errors import InvalidDocument, UnknownRiddle
-from riddlectl.identity import Actor
+from riddlectl.identity import Actor, hostname
 from riddlectl.models import ID_RE, Riddle
 from riddlectl.queues import LAYOUT_DIRS, Queue, route
 from riddlectl.spool import Claim, Corrupt, Spool, stamp
@@ -92,6 +93,7 @@ class FsSpool(Spool):
             documents.dumps(riddle),
             self.root / "tmp",
             durable=self.durable,
+            checkpoints=True,
         )
 
     def add(self, riddles: Iterable[Riddle], queue: Queue | None = None) -> None:
@@ -110,7 +112,9 @@ class FsSpool(Spool):
         token: _Token = claim.token
         if token.path != self._path(to, stored.id or ""):
             token.path.unlink(missing_ok=True)
+        reach("source-removed")
         self._end_claim(claim)
+        reach("lock-released")
         return stored
 
     def release(self, claim: Claim) -> None:
@@ -122,8 +126,10 @@ class FsSpool(Spool):
 
     def _end_claim(self, claim: Claim) -> None:
         token: _Token = claim.token
-        self._claims_path(claim.riddle.id or "").unlink(missing_ok=True)
-        token.lock.release()
+        try:
+            self._claims_path(claim.riddle.id or "").unlink(missing_ok=True)
+        finally:  # on a read-only spool the record stays, but the lock must go
+            token.lock.release()
 
     # -- reading ----------------------------------------------------------------------
 
@@ -274,9 +280,13 @@ class FsSpool(Spool):
             if riddle is None:
                 lock.release()
                 return None
-        record = {**self.actor.as_dict(), "time": time.time(), "abandoned": abandoned}
-        claims_path.write_bytes(orjson.dumps(record))
         return Claim(riddle, queue, abandoned, _Token(lock, path))
+
+    def begin(self, claim: Claim) -> None:
+        # Written when handling starts, not at claim time: riddles claimed in the same
+        # batch as a poison riddle must not be charged for the agent's death.
+        record = {**self.actor.as_dict(), "time": time.time(), "abandoned": claim.abandoned}
+        self._claims_path(claim.riddle.id or "").write_bytes(orjson.dumps(record))
 
     def _resolve_duplicates(self, queue: Queue, riddle: Riddle) -> Riddle | None:
         """Keep the best copy of a riddle (see `_best`); None when the claimed copy lost."""
@@ -293,7 +303,11 @@ class FsSpool(Spool):
         for other, _ in copies:
             if other is not best[0]:
                 self._path(other, riddle.id or "").unlink(missing_ok=True)
-        return riddle if best[0] is queue else None
+        if best[0] is queue:
+            return riddle
+        # A newer copy means the dead holder's commit was complete: nothing was abandoned.
+        self._claims_path(riddle.id or "").unlink(missing_ok=True)
+        return None
 
     def dedupe(self, riddle_id: str, wait: float = 5.0) -> bool:
         """Resolve duplicates of one riddle under its lock; True when one copy is left."""
@@ -350,6 +364,47 @@ class FsSpool(Spool):
             return self.claim_id(riddle_id, wait)
         return claim
 
+    def stale_claims(self) -> list[str]:
+        """Ids whose claim record outlived a commit to a final queue (the holder died after
+        committing, before cleaning up): nobody will claim them again to tidy up."""
+        stale = []
+        for entry in os.scandir(self.root / "claims"):
+            riddle_id = entry.name.removesuffix(".json")
+            found = self.find(riddle_id)
+            if found is None or found[0] in (Queue.DONE, Queue.FAILED):
+                stale.append(riddle_id)
+        return stale
+
+    def drop_claim_record(self, riddle_id: str) -> bool:
+        """Remove a stale claim record under the riddle's lock; False if the lock is held."""
+        lock = self._lock(riddle_id)
+        try:
+            lock.acquire(timeout=0)
+        except Timeout:
+            return False
+        try:
+            self._claims_path(riddle_id).unlink(missing_ok=True)
+        finally:
+            lock.release()
+        return True
+
+    def stale_tmp(self) -> list[Path]:
+        """Temp files of writers on this host that are no longer alive (a crash's leftovers)."""
+        stale = []
+        for entry in os.scandir(self.root / "tmp"):
+            owner = atomic.tmp_owner(entry.name)
+            if owner is not None and owner[0] == hostname() and not _alive(owner[1]):
+                stale.append(Path(entry.path))
+        return stale
+
+    def sweep(self) -> None:
+        """Tidy what dead agents left: temp files, claim records of final riddles.
+        Agents call this when they start."""
+        for path in self.stale_tmp():
+            path.unlink(missing_ok=True)
+        for riddle_id in self.stale_claims():
+            self.drop_claim_record(riddle_id)
+
     def set_aside(self, queue: Queue, name: str, reason: str) -> None:
         """Move an unreadable file to `corrupt/`, with `NAME.reason` beside it."""
         target = self.root / "corrupt" / name
@@ -372,6 +427,16 @@ def _best(copy: tuple[Queue, Riddle]) -> tuple[int, int]:
     person copying files can cause, the queue further along."""
     queue, riddle = copy
     return (riddle.rev, _RANK[queue])
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _hashed(name: str) -> str:

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from riddlectl.crashpoints import reach
 from riddlectl.errors import HandlerFailed, HandlerRefused, InvalidData, RiddleError
 from riddlectl.events import EventLog
 from riddlectl.identity import Actor
@@ -86,6 +87,7 @@ class Pipeline:
         event = self.record(riddle, stage, claim.queue, to, outcome, error=error, duration=duration)
         stored = self.spool.commit(claim, riddle, to)
         self.events.append(event)
+        reach("event-logged")
         if self.on_move is not None:
             self.on_move(stored.id or "", to)
         if to in FINAL and stored.parent_id:
@@ -103,6 +105,8 @@ class Pipeline:
                 f"handling it (poison riddle)"
             )
             return self.move(claim, riddle, Queue.FAILED, stage, "abandoned", error=error)
+        self.spool.begin(claim)
+        reach("claimed")
         started = time.monotonic()
         try:
             outcome = STAGE_FUNCTIONS[stage](riddle, ctx)
@@ -118,6 +122,7 @@ class Pipeline:
             )
         except Exception as exc:
             return self._retry_later(claim, riddle, stage, exc, time.monotonic() - started)
+        reach("handled")
         return self._forward(claim, stage, outcome, time.monotonic() - started)
 
     def _forward(self, claim: Claim, stage: str, outcome: Outcome, duration: float) -> Riddle:

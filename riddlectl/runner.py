@@ -59,6 +59,7 @@ def run(
         pipeline = runtime.pipeline(settings, spool, actor)
         pipeline.on_move = lambda riddle_id, queue: _count(summary, riddle_id, queue)
         workers.append(Worker(pipeline, contexts))
+    workers[0].pipeline.spool.sweep()  # leftovers of agents that died mid-write
     watch_dirs = [workers[0].pipeline.spool.dir(INBOX[s]) for s in contexts]
     tick = (lambda: on_tick(summary)) if on_tick else None
     try:

@@ -80,6 +80,10 @@ class Spool(abc.ABC):
         """Atomically store `riddle` in `to` (rev + 1), remove it from the claim's queue,
         and release the claim. Returns the stored document."""
 
+    def begin(self, claim: Claim) -> None:
+        """Mark a claimed riddle as being handled: if the holder dies before committing or
+        releasing, the next claim counts one abandoned claim (poison detection)."""
+
     @abc.abstractmethod
     def release(self, claim: Claim) -> None:
         """Give a claim back without changing the document."""

@@ -19,3 +19,13 @@ def count_extractions(job):
 
 
 count_extractions.types = {"text"}
+
+
+def slow_calculator(job):
+    """The built-in calculator, after a pause: handlers that take time, for chaos runs."""
+    import time
+
+    from riddlectl.builtin_handlers import calculator
+
+    time.sleep(0.01)
+    return calculator(job)
