@@ -80,7 +80,7 @@ class Spool(abc.ABC):
         """Atomically store `riddle` in `to` (rev + 1), remove it from the claim's queue,
         and release the claim. Returns the stored document."""
 
-    def begin(self, claim: Claim) -> None:
+    def begin(self, claim: Claim) -> None:  # noqa: B027 - optional hook, no-op by default
         """Mark a claimed riddle as being handled: if the holder dies before committing or
         releasing, the next claim counts one abandoned claim (poison detection)."""
 
