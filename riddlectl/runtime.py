@@ -32,7 +32,7 @@ def open_spool(settings: Settings, actor: Actor | None = None, *, create: bool =
 
 
 def event_log(settings: Settings) -> EventLog:
-    return EventLog(Path(settings.spool) / "events.jsonl")
+    return EventLog(Path(settings.spool) / "events.jsonl", settings.events_max_bytes)
 
 
 def pipeline(settings: Settings, spool: Spool, actor: Actor) -> Pipeline:

@@ -32,6 +32,7 @@ ENV_VARS = {
     "max_data_bytes": "RIDDLECTL_MAX_DATA_BYTES",
     "drop_in_grace": "RIDDLECTL_DROP_IN_GRACE",
     "fsync": "RIDDLECTL_FSYNC",
+    "events_max_bytes": "RIDDLECTL_EVENTS_MAX_BYTES",
 }
 
 
@@ -46,6 +47,7 @@ class Settings:
     max_data_bytes: int = 10 * 1024 * 1024
     drop_in_grace: float = 5.0
     fsync: bool = True
+    events_max_bytes: int = 64 * 1024 * 1024
     retry_base: float = 0.5
     retry_cap: float = 30.0
     handlers: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: dict(DEFAULT_HANDLERS))
