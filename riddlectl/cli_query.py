@@ -1,0 +1,142 @@
+"""Inspecting: `status`, `show`, `result`, `events`."""
+
+from __future__ import annotations
+
+import sys
+import time
+from typing import Annotated, Any
+
+import orjson
+import typer
+
+from riddlectl import report, runtime
+from riddlectl.cli import (
+    app,
+    emit_json,
+    emit_jsonl,
+    fail,
+    guarded,
+    read_ids,
+    resolve,
+)
+from riddlectl.errors import ExitCode
+
+# -- status, show, result -------------------------------------------------------------------------
+
+
+@app.command()
+@guarded
+def status(
+    ctx: typer.Context,
+    ids: Annotated[
+        list[str] | None, typer.Argument(help="Riddle ids (- reads them from stdin).")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object.")] = False,
+    as_jsonl: Annotated[bool, typer.Option("--jsonl", help="One riddle per line.")] = False,
+    stage: Annotated[
+        str | None, typer.Option(help="Only this stage's inbox or this queue.")
+    ] = None,
+    limit: Annotated[int, typer.Option(help="Recent riddles listed without ids.")] = 20,
+    watch: Annotated[bool, typer.Option("--watch", help="Refresh every second.")] = False,
+) -> None:
+    """Counts per queue and recent riddles; or each given riddle's state."""
+    settings = resolve(ctx)
+    spool = runtime.open_spool(settings, create=False)
+    wanted = read_ids(ids or [])
+    while True:
+        if wanted:
+            riddles = report.by_ids(spool, wanted)
+        elif stage:
+            queue = report.queue_named(stage)
+            riddles = report.summaries(spool, [(queue, i) for i in sorted(spool.ids(queue))])
+        else:
+            riddles = report.summaries(spool, spool.recent(limit))
+        if as_jsonl:
+            emit_jsonl(riddles)
+        elif as_json:
+            emit_json(
+                {"spool": str(settings.spool), "counts": report.counts(spool), "riddles": riddles}
+            )
+        else:
+            _print_status(report.counts(spool), riddles, bool(wanted))
+        if not watch:
+            break
+        time.sleep(1.0)
+
+
+def _print_status(counts: dict[str, int], riddles: list[dict[str, Any]], detailed: bool) -> None:
+    if not detailed:
+        typer.echo("  ".join(f"{name} {n}" for name, n in counts.items()))
+    if riddles:
+        typer.echo(f"{'ID':28} {'QUEUE':9} {'TRIAL':>5} {'SOLVED':6} SOLUTION / ERROR")
+    for r in riddles:
+        detail = r["solution"] if r["solution"] is not None else ""
+        if r["error"]:
+            detail = f"{detail}  error: {r['error']}".strip()
+        typer.echo(f"{r['id']:28} {r['queue']:9} {r['trial']:>5} {r['solved']!s:6} {detail}")
+
+
+@app.command()
+@guarded
+def show(ctx: typer.Context, riddle_id: Annotated[str, typer.Argument(metavar="ID")]) -> None:
+    """Print the whole document, wherever it is."""
+    spool = runtime.open_spool(resolve(ctx), create=False)
+    _, riddle = spool.require(riddle_id)
+    emit_json(riddle.to_json())
+
+
+@app.command()
+@guarded
+def result(
+    ctx: typer.Context,
+    ids: Annotated[list[str], typer.Argument(help="Riddle ids (- reads them from stdin).")],
+    wait: Annotated[bool, typer.Option("--wait", help="Wait until every riddle is final.")] = False,
+    timeout: Annotated[float | None, typer.Option(help="With --wait: seconds to wait.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="The documents as JSON.")] = False,
+) -> None:
+    """Print each riddle's solution; exit 1 if one failed, 4 if one is not final."""
+    spool = runtime.open_spool(resolve(ctx), create=False)
+    print_results(report.results(spool, read_ids(ids), wait=wait, timeout=timeout), as_json)
+
+
+def print_results(found: list[report.Result], as_json: bool) -> None:
+    if as_json:
+        docs = [r.riddle.to_json() for r in found]
+        emit_json(docs[0] if len(docs) == 1 else docs)
+    else:
+        for r in found:
+            if r.final:
+                text = (r.solution or "") if r.queue.value == "done" else ""
+                typer.echo(f"{r.riddle_id}\t{text}" if len(found) > 1 else text)
+    for r in found:
+        if r.queue.value == "failed":
+            typer.echo(f"riddlectl: {r.riddle_id}: failed: {r.riddle.error}", err=True)
+    if any(not r.final for r in found):
+        late = ", ".join(r.riddle_id for r in found if not r.final)
+        fail(f"{late}: not final yet", ExitCode.TIMEOUT)
+    if any(r.queue.value == "failed" for r in found):
+        raise typer.Exit(int(ExitCode.FAILED))
+
+
+# -- events ---------------------------------------------------------------------------------------
+
+
+@app.command()
+@guarded
+def events(
+    ctx: typer.Context,
+    follow: Annotated[
+        bool, typer.Option("--follow", "-f", help="Keep printing new events.")
+    ] = False,
+) -> None:
+    """The event log as JSON Lines."""
+    log = runtime.event_log(resolve(ctx))
+    stream = log.follow() if follow else log.read()
+    try:
+        for event in stream:
+            sys.stdout.buffer.write(orjson.dumps(event) + b"\n")
+            if follow:
+                sys.stdout.flush()
+    except KeyboardInterrupt:
+        pass
+    sys.stdout.flush()
