@@ -1,0 +1,98 @@
+"""`riddlectl bench`: a small run through the installed command reports every documented
+field with sane values. Speed is reported, never asserted."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+
+def bench_json(*args: str) -> dict[str, Any]:
+    exe = shutil.which("riddlectl", path=str(Path(sys.executable).parent))
+    argv = [exe] if exe else [sys.executable, "-m", "riddlectl"]
+    proc = subprocess.run(
+        [*argv, "bench", *args, "--json"],
+        capture_output=True,
+        timeout=170,
+        env=dict(os.environ),
+    )
+    assert proc.returncode == 0, proc.stderr.decode()
+    return orjson.loads(proc.stdout)
+
+
+@pytest.fixture(scope="module")
+def outcome() -> dict[str, Any]:
+    return bench_json("--riddles", "30")
+
+
+@pytest.mark.timeout(180)
+def test_every_riddle_is_done_and_rates_are_positive(outcome: dict[str, Any]) -> None:
+    assert outcome["version"] == 1
+    assert outcome["error"] is None
+    assert outcome["throughput"]["riddles"] == 30
+    assert outcome["throughput"]["done"] == 30
+    assert outcome["throughput"]["failed"] == 0
+    assert outcome["throughput"]["per_s"] > 0
+    assert outcome["submit"]["riddles"] == 30
+    assert outcome["submit"]["per_s"] > 0
+    assert outcome["cpu"]["ms_per_riddle"] > 0
+
+
+@pytest.mark.timeout(180)
+def test_latency_percentiles_are_ordered(outcome: dict[str, Any]) -> None:
+    latency = outcome["latency"]
+    assert latency["riddles"] >= 1
+    assert latency["failed"] == 0
+    assert 0 < latency["p50_ms"] <= latency["p99_ms"] <= latency["max_ms"]
+    assert isinstance(latency["capped"], bool)
+
+
+@pytest.mark.timeout(180)
+def test_agents_machine_and_options_are_reported(outcome: dict[str, Any]) -> None:
+    stages = sorted(agent["stage"] for agent in outcome["agents"])
+    assert stages == ["extract", "manage", "solve", "validate"]
+    for agent in outcome["agents"]:
+        assert agent["peak_rss_kb"] > 0
+        assert agent["rss_kb"] <= agent["peak_rss_kb"]
+        assert agent["cpu_s"] > 0
+        assert agent["exit_code"] == 0  # SIGTERM is a clean stop
+    assert outcome["machine"]["cpus"] >= 1
+    assert outcome["machine"]["python"]
+    options = outcome["options"]
+    assert (options["riddles"], options["agents_per_stage"]) == (30, 1)
+    assert (options["fsync"], options["status_riddles"]) == (True, 0)
+    assert outcome["status"] is None
+
+
+@pytest.mark.timeout(180)
+def test_reference_ratios_and_targets(outcome: dict[str, Any]) -> None:
+    reference = outcome["reference"]
+    for mode in ("fsync", "no_fsync"):
+        low, high = reference[mode]["spread"]
+        assert 0 < low <= reference[mode]["riddles_per_s"] <= high
+        assert reference[mode]["transition_ms"] > 0
+    assert reference["inotify_wakeup"]["median_ms"] > 0
+    assert reference["file_create_us"] > 0
+    ratios = outcome["ratios"]
+    assert ratios["throughput"] > 0
+    assert ratios["latency_p50"] > 0
+    targets = outcome["targets"]
+    assert set(targets) == {
+        "throughput_durable",
+        "throughput_no_fsync",
+        "latency_p50",
+        "status_100k",
+    }
+    assert targets["throughput_durable"]["ratio"] == ratios["throughput"]
+    assert isinstance(targets["throughput_durable"]["holds"], bool)
+    assert isinstance(targets["latency_p50"]["holds"], bool)
+    # Not measured in this run: the other fsync mode, and status over 100,000 riddles.
+    assert targets["throughput_no_fsync"]["holds"] is None
+    assert targets["status_100k"]["holds"] is None
