@@ -25,6 +25,7 @@ from riddlectl.spool import Claim
 from riddlectl.stages import StageContext
 
 IDLE_POLL = 1.0  # seconds between rescans when nothing wakes the loop
+CONTENDED_PAUSE = 0.002  # seconds before looking again at riddles another agent held
 MIN_PAUSE = 0.02  # first idle pause of `run --once`, doubling up to IDLE_POLL
 SWEEP_EVERY = 1.0  # seconds between sweeps of waiting/ for parents to resume
 BATCH = 8  # riddles claimed at once per stage
@@ -38,6 +39,7 @@ class Worker:
     contexts: dict[str, StageContext]
     stop: threading.Event = field(default_factory=threading.Event)
     batch: int = BATCH
+    contended: int = 0  # riddles skipped in the last tick because another agent held them
     _last_sweep: float = 0.0
 
     @property
@@ -47,6 +49,7 @@ class Worker:
     def tick(self) -> int:
         """One pass over every stage; how many riddles were handled."""
         handled = 0
+        self.contended = 0
         for stage in reversed(self.stages):  # downstream first: finish before starting
             handled += self._drain(stage)
         if {"solve", "manage"} & set(
@@ -57,14 +60,16 @@ class Worker:
         return handled
 
     def _drain(self, stage: str) -> int:
-        claims = self.pipeline.spool.claim(INBOX[stage], limit=self.batch)
+        spool = self.pipeline.spool
+        claims = spool.claim(INBOX[stage], limit=self.batch)
+        self.contended += getattr(spool, "contended", 0)
         for index, claim in enumerate(claims):
             if self.stop.is_set():
                 self._release(claims[index:])
                 break
             try:
                 self.pipeline.handle(claim, stage, self.contexts[stage])
-            except OSError:  # the spool cannot be written: give everything back, unchanged
+            except Exception:  # e.g. the spool cannot be written: give everything back, unchanged
                 self._release(claims[index:])
                 raise
         return len(claims)
@@ -166,6 +171,11 @@ def run_workers(
                 handled = 0
                 stop.wait(trouble.back_off(exc))
                 continue
+            except Exception as exc:
+                handled = 0
+                sys.stderr.write(f"riddlectl: agent error: {type(exc).__name__}: {exc}\n")
+                stop.wait(1.0)
+                continue
             finally:
                 with lock:
                     busy[index] -= 1
@@ -173,6 +183,11 @@ def run_workers(
                 on_tick()
             if handled:
                 pause = MIN_PAUSE
+                continue
+            if worker.contended:
+                # Their holder is moving them on right now (our wake-up came from its
+                # rename): look again in a moment rather than after a full idle pause.
+                stop.wait(CONTENDED_PAUSE)
                 continue
             if once and _finished(workers, busy, lock, idle_rounds):
                 stop.set()

@@ -165,10 +165,10 @@ def _finish(summary: RunSummary, quiet: bool, as_json: bool, once: bool) -> None
         emit_json(summary.as_dict())
     elif not quiet:
         typer.echo(
-            f"{len(summary.done)} done, {len(summary.failed)} failed, {summary.held} held, "
+            f"{summary.done_count} done, {summary.failed_count} failed, {summary.held} held, "
             f"{summary.handled} hand-offs in {summary.seconds:.1f} s"
         )
-    if once and summary.failed:
+    if once and summary.failed_count:
         raise typer.Exit(int(ExitCode.FAILED))
 
 

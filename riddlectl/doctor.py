@@ -16,9 +16,9 @@ from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
 
-from filelock import FileLock, Timeout
-
+from riddlectl import atomic
 from riddlectl.fsspool import FsSpool
+from riddlectl.identity import hostname
 from riddlectl.pipeline import Pipeline
 from riddlectl.queues import FINAL, Queue
 
@@ -69,32 +69,70 @@ def _duplicates(spool: FsSpool, fix: bool) -> list[Finding]:
     return findings
 
 
+def _all_ids(spool: FsSpool) -> dict[str, Queue]:
+    """Every id in the spool and a queue holding it, from directory listings alone."""
+    return {riddle_id: queue for queue in Queue for riddle_id in spool.ids(queue)}
+
+
+def _lock_files(spool: FsSpool) -> list[os.DirEntry[str]]:
+    with os.scandir(spool.root / "locks") as entries:
+        return [e for e in entries if e.name.endswith(".lock") and not e.name.startswith("_")]
+
+
 def _stale_locks(spool: FsSpool, fix: bool) -> list[Finding]:
+    """Lock files of riddles that are gone (purged, or removed by hand)."""
+    present = _all_ids(spool)
     findings = []
-    for entry in os.scandir(spool.root / "locks"):
+    for entry in _lock_files(spool):
         name = entry.name.removesuffix(".lock")
-        if name.startswith("_") or spool.find(name) is not None:
+        if name in present:
             continue
         finding = Finding("stale-lock", name, "lock file of a riddle no longer in the spool")
         if fix:
-            lock = FileLock(entry.path, thread_local=False)
-            try:
-                with lock.acquire(timeout=0):
-                    if spool.find(name) is None:
-                        os.unlink(entry.path)
-                        (spool.root / "claims" / f"{name}.json").unlink(missing_ok=True)
-                        finding.fixed = True
-            except Timeout:
-                pass
+            finding.fixed = remove_lock(spool, name)
         findings.append(finding)
     return findings
+
+
+def remove_lock(spool: FsSpool, name: str) -> bool:
+    """Delete a riddle's lock file, under the lock itself, if the riddle is gone."""
+    lock = spool.lock(name)
+    if not lock.try_acquire():
+        return False
+    try:
+        if not spool.find(name):
+            (spool.root / "locks" / f"{name}.lock").unlink(missing_ok=True)
+            return True
+        return False
+    finally:
+        lock.release()
+
+
+def stale_tmp(spool: FsSpool) -> list[Path]:
+    """Temp files of writers on this host that are no longer alive (a crash's leftovers)."""
+    stale = []
+    for entry in os.scandir(spool.root / "tmp"):
+        owner = atomic.tmp_owner(entry.name)
+        if owner is not None and owner[0] == hostname() and not _alive(owner[1]):
+            stale.append(Path(entry.path))
+    return stale
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _tmp_leftovers(spool: FsSpool, fix: bool) -> list[Finding]:
     """Temp files of dead writers on this host, and any older than TMP_GRACE."""
     findings = []
     now = time.time()
-    stale = set(spool.stale_tmp())
+    stale = set(stale_tmp(spool))
     for entry in os.scandir(spool.root / "tmp"):
         path = Path(entry.path)
         age = now - entry.stat().st_mtime
@@ -108,14 +146,47 @@ def _tmp_leftovers(spool: FsSpool, fix: bool) -> list[Finding]:
     return findings
 
 
+def stale_claims(spool: FsSpool) -> list[str]:
+    """Ids whose claim record outlived a commit to a final queue (the holder died after
+    committing, before clearing it): nobody will claim them again to tidy up."""
+    present = _all_ids(spool)
+    stale = []
+    for entry in _lock_files(spool):
+        riddle_id = entry.name.removesuffix(".lock")
+        if entry.stat().st_size and present.get(riddle_id, Queue.DONE) in FINAL:
+            stale.append(riddle_id)
+    return stale
+
+
+def clear_claim(spool: FsSpool, riddle_id: str) -> bool:
+    """Clear a stale claim record under the riddle's lock; False if the lock is held."""
+    lock = spool.lock(riddle_id)
+    if not lock.try_acquire():
+        return False
+    try:
+        lock.clear_record()
+    finally:
+        lock.release()
+    return True
+
+
 def _stale_claims(spool: FsSpool, fix: bool) -> list[Finding]:
     findings = []
-    for riddle_id in spool.stale_claims():
+    for riddle_id in stale_claims(spool):
         finding = Finding("stale-claim", riddle_id, "claim record of a final or missing riddle")
         if fix:
-            finding.fixed = spool.drop_claim_record(riddle_id)
+            finding.fixed = clear_claim(spool, riddle_id)
         findings.append(finding)
     return findings
+
+
+def sweep(spool: FsSpool) -> None:
+    """Tidy what dead agents left (temp files, claim records of final riddles); agents
+    call this when they start."""
+    for path in stale_tmp(spool):
+        path.unlink(missing_ok=True)
+    for riddle_id in stale_claims(spool):
+        clear_claim(spool, riddle_id)
 
 
 def _family(pipeline: Pipeline, fix: bool) -> list[Finding]:

@@ -14,11 +14,12 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from filelock import FileLock
 
 from riddlectl import atomic
+from riddlectl.locks import Lock
 
 SCHEMA_VERSION = 1
+MAKE_WAIT = 600.0  # seconds to wait for another agent making the same extraction
 
 
 class ExtractionStore:
@@ -41,11 +42,16 @@ class ExtractionStore:
         if path.exists():
             return self.relative(key)
         self.dir.mkdir(parents=True, exist_ok=True)
-        with FileLock(self.dir / f"{key}.lock", thread_local=False):
+        lock = Lock(self.dir / f"{key}.lock")
+        if not lock.acquire(timeout=MAKE_WAIT):
+            raise TimeoutError(f"extraction {key} is still being made by another agent")
+        try:
             if not path.exists():
                 tmp_dir = self.root / "tmp"
                 tmp_dir.mkdir(parents=True, exist_ok=True)
                 atomic.write(path, orjson.dumps(make()), tmp_dir, durable=self.durable)
+        finally:
+            lock.release()
         return self.relative(key)
 
     def load(self, relative: str | None) -> dict[str, Any] | None:

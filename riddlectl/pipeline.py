@@ -98,7 +98,7 @@ class Pipeline:
 
     def handle(self, claim: Claim, stage: str, ctx: StageContext) -> Riddle:
         """Run `stage` on a claimed riddle and commit the result; the claim ends here."""
-        riddle = claim.riddle.model_copy(deep=True)
+        riddle = claim.riddle  # freshly read for this claim: ours to change
         if claim.abandoned >= self.max_abandoned:
             error = (
                 f"abandoned {claim.abandoned} times in a row: its agent died while "

@@ -50,6 +50,6 @@ class RunProgress:
             return
         self._last = now
         waiting = sum(len(self.spool.ids(q)) for q in (*INBOX.values(), Queue.WAITING))
-        finished = len(summary.done) + len(summary.failed)
-        detail = f"{len(summary.done)} done, {len(summary.failed)} failed"
+        finished = summary.done_count + summary.failed_count
+        detail = f"{summary.done_count} done, {summary.failed_count} failed"
         self.progress.update(self.task, completed=finished, total=finished + waiting, detail=detail)

@@ -7,7 +7,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from riddlectl import runtime
+from riddlectl import doctor, runtime
 from riddlectl.agent import Worker, run_workers
 from riddlectl.identity import Actor
 from riddlectl.queues import INBOX, STAGES, Queue
@@ -23,6 +23,17 @@ class RunSummary:
     handled: int = 0
     seconds: float = 0.0
     held: int = 0
+    keep_ids: bool = True
+    done_before: int = 0  # counted, no longer listed (keep_ids False)
+    failed_before: int = 0
+
+    @property
+    def done_count(self) -> int:
+        return self.done_before + len(self.done)
+
+    @property
+    def failed_count(self) -> int:
+        return self.failed_before + len(self.failed)
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -47,7 +58,7 @@ def run(
 ) -> RunSummary:
     """Run agents for `stages` in `concurrency` threads; see `agent.run_workers`."""
     stop = stop or threading.Event()
-    summary = RunSummary()
+    summary = RunSummary(keep_ids=once)
     started = time.monotonic()
     actor = Actor(f"{name}:{'+'.join(stages)}")
     contexts = {
@@ -59,7 +70,7 @@ def run(
         pipeline = runtime.pipeline(settings, spool, actor)
         pipeline.on_move = lambda riddle_id, queue: _count(summary, riddle_id, queue)
         workers.append(Worker(pipeline, contexts))
-    workers[0].pipeline.spool.sweep()  # leftovers of agents that died mid-write
+    doctor.sweep(workers[0].pipeline.spool)  # leftovers of agents that died mid-write
     watch_dirs = [workers[0].pipeline.spool.dir(INBOX[s]) for s in contexts]
     tick = (lambda: on_tick(summary)) if on_tick else None
     try:
@@ -71,6 +82,7 @@ def run(
 
 
 _count_lock = threading.Lock()
+KEEP_IDS = 10_000
 
 
 def _count(summary: RunSummary, riddle_id: str, queue: Queue) -> None:
@@ -80,3 +92,9 @@ def _count(summary: RunSummary, riddle_id: str, queue: Queue) -> None:
             summary.done.append(riddle_id)
         elif queue is Queue.FAILED:
             summary.failed.append(riddle_id)
+        if not summary.keep_ids and len(summary.done) + len(summary.failed) > KEEP_IDS:
+            # A long-running agent keeps counts, not an ever-growing list of ids.
+            summary.done_before += len(summary.done)
+            summary.failed_before += len(summary.failed)
+            summary.done.clear()
+            summary.failed.clear()

@@ -6,6 +6,7 @@ thing run the same code.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 from riddlectl.errors import ConfigError
@@ -15,6 +16,7 @@ from riddlectl.fsspool import FsSpool
 from riddlectl.handlers import load_stage
 from riddlectl.identity import Actor
 from riddlectl.pipeline import Pipeline
+from riddlectl.queues import STAGE_OF_INBOX
 from riddlectl.retry import RetryPolicy
 from riddlectl.settings import Settings
 from riddlectl.spool import Spool
@@ -37,7 +39,23 @@ def event_log(settings: Settings) -> EventLog:
 
 def pipeline(settings: Settings, spool: Spool, actor: Actor) -> Pipeline:
     policy = RetryPolicy(settings.max_attempts, settings.retry_base, settings.retry_cap)
-    return Pipeline(spool, event_log(settings), actor, policy, settings.max_abandoned)
+    events = event_log(settings)
+    if isinstance(spool, FsSpool):
+        spool.on_corrupt = lambda queue, name, reason: events.append(
+            {
+                "time": time.time(),
+                "id": None,
+                "file": name,
+                "stage": STAGE_OF_INBOX.get(queue),
+                "from": queue.value,
+                "to": "corrupt",
+                "outcome": "corrupt",
+                **actor.as_dict(),
+                "rev": None,
+                "error": reason,
+            }
+        )
+    return Pipeline(spool, events, actor, policy, settings.max_abandoned)
 
 
 def stage_context(settings: Settings, stage: str) -> StageContext:

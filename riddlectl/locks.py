@@ -1,0 +1,97 @@
+"""Per-riddle claim locks: `flock(2)` on a kept lock file, which also holds the claim record.
+
+Why not `filelock`: on this hot path (one lock per hand-off) filelock 4 measured 330 µs
+per acquire/release against 7.5 µs for a bare `flock`, and its lock file cannot carry
+data. The semantics are the same: the lock belongs to an open file description, so it
+dies with its process (kill -9 included) and is never inherited by handler processes
+(the descriptor is close-on-exec).
+
+The file's content is the claim record: empty while nobody is handling the riddle; the
+owner (agent, host, pid, time, abandoned count) while a handling is under way. Finding a
+record when taking the lock therefore means the previous holder died mid-handling.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import time
+from pathlib import Path
+from types import TracebackType
+
+RECORD_LIMIT = 4096
+
+
+class Lock:
+    """One lock file; not reentrant, not shared between threads."""
+
+    def __init__(self, path: Path | str) -> None:
+        self.path = str(path)
+        self.fd: int | None = None
+
+    def try_acquire(self) -> bool:
+        """Take the lock if it is free; never waits."""
+        while True:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                return False
+            # doctor may have removed the file between our open and our flock: a lock on
+            # an unlinked file protects nothing, so take the one now at the path.
+            try:
+                same = os.fstat(fd).st_ino == os.stat(self.path).st_ino
+            except FileNotFoundError:
+                same = False
+            if same:
+                self.fd = fd
+                return True
+            os.close(fd)
+
+    def acquire(self, timeout: float) -> bool:
+        """Take the lock, waiting up to `timeout` seconds; False if still held then."""
+        deadline = time.monotonic() + timeout
+        pause = 0.001
+        while not self.try_acquire():
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(min(pause, max(0.0, deadline - time.monotonic())))
+            pause = min(pause * 2, 0.05)
+        return True
+
+    def release(self) -> None:
+        if self.fd is not None:
+            fd, self.fd = self.fd, None
+            os.close(fd)  # closing the only descriptor releases the flock
+
+    @property
+    def held(self) -> bool:
+        return self.fd is not None
+
+    def read_record(self) -> bytes:
+        assert self.fd is not None
+        return os.pread(self.fd, RECORD_LIMIT, 0)
+
+    def write_record(self, data: bytes) -> None:
+        assert self.fd is not None
+        os.ftruncate(self.fd, 0)
+        os.pwrite(self.fd, data[:RECORD_LIMIT], 0)
+
+    def clear_record(self) -> None:
+        assert self.fd is not None
+        os.ftruncate(self.fd, 0)
+
+    def __enter__(self) -> Lock:
+        self.acquire(timeout=10)
+        if not self.held:
+            raise TimeoutError(f"{self.path}: still locked after 10 s")
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        value: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.release()
