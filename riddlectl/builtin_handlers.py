@@ -100,12 +100,15 @@ def calculator(job: Job) -> dict[str, Any] | None:
         if pending:
             return {"sub_riddles": [_sub_riddle(job, facts, name) for name in pending]}
         value = calc.evaluate(expr, facts.values)
+        answer = render(value, job)
     except calc.CalcError as exc:
         raise HandlerRefused(f"calculator: {exc}") from None
+    except ValueError as exc:  # e.g. a result too long to write out (Python's digit limit)
+        raise HandlerRefused(f"calculator: result cannot be written: {exc}") from None
     used = sorted({facts.source[n] for n in needed if n in facts.source})
     return {
-        "solution": render(value, job),
-        "explanation": _explain(expr, needed, facts, job, value),
+        "solution": answer,
+        "explanation": _explain(expr, needed, facts, job, answer),
         "used_data": [job.riddle.data[i].model_dump(mode="json") for i in used],
     }
 
@@ -132,13 +135,13 @@ def render(value: Fraction | bool, job: Job) -> str:
     return format_number(value)
 
 
-def _explain(expr: Any, needed: list[str], facts: Facts, job: Job, value: Fraction | bool) -> str:
+def _explain(expr: Any, needed: list[str], facts: Facts, job: Job, answer: str) -> str:
     givens = []
     for name in needed:
         where = job.riddle.data[facts.source[name]].file_plain if name in facts.source else "?"
         givens.append(f"{name} = {format_number(facts.values[name])} ({where})")
     prefix = ", ".join(givens)
-    sentence = f"{calc.describe(expr)} = {render(value, job)}"
+    sentence = f"{calc.describe(expr)} = {answer}"
     return f"{prefix}; {sentence}" if prefix else sentence
 
 

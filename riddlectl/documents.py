@@ -60,32 +60,45 @@ def is_legacy(obj: dict[str, Any]) -> bool:
     """True for the first design's request shape (SPEC §2.1)."""
     spec = obj.get("riddle")
     legacy_spec = isinstance(spec, dict) and ("solution_before" in spec or "review_before" in spec)
-    legacy_data = any(isinstance(d, dict) and "file" in d for d in obj.get("data") or [])
+    data = obj.get("data")
+    legacy_data = isinstance(data, list) and any(isinstance(d, dict) and "file" in d for d in data)
     return "steps" in obj or "trial" in obj or legacy_spec or legacy_data
 
 
-def from_legacy(obj: dict[str, Any]) -> dict[str, Any]:
-    """Convert the first request format to the canonical form; empty strings mean absent."""
+def from_legacy(obj: dict[str, Any], where: str = "document") -> dict[str, Any]:
+    """Convert the first request format to the canonical form; empty strings mean absent.
+
+    Fields of the wrong type are left for validation to report, naming the field; only
+    `steps`, which has no canonical counterpart to report on, is refused here.
+    """
     doc = {k: v for k, v in obj.items() if k not in ("steps", "trial")}
-    status = dict(doc.get("status") or {})
-    for step, required in (obj.get("steps") or {}).items():
-        status[step] = {**(status.get(step) or {}), "required": bool(required)}
-    if obj.get("trial") not in (None, ""):
-        status["trial"] = obj["trial"]
+    steps = obj.get("steps") or {}
+    if not isinstance(steps, dict):
+        raise InvalidDocument("must be an object of step: true/false", where=where, field="steps")
+    status = doc.get("status") or {}
+    if isinstance(status, dict):
+        status = dict(status)
+        for step, required in steps.items():
+            current = status.get(step) if isinstance(status.get(step), dict) else {}
+            status[step] = {**current, "required": required}
+        if obj.get("trial") not in (None, ""):
+            status["trial"] = obj["trial"]
     doc["status"] = status
     if isinstance(obj.get("riddle"), dict):
         doc["riddle"] = _legacy_spec(obj["riddle"])
-    doc["data"] = [_legacy_item(d) if isinstance(d, dict) else d for d in obj.get("data") or []]
+    if isinstance(obj.get("data"), list):
+        doc["data"] = [_legacy_item(d) if isinstance(d, dict) else d for d in obj["data"]]
     return doc
 
 
 def _legacy_spec(spec: dict[str, Any]) -> dict[str, Any]:
     out = {k: v for k, v in spec.items() if k not in ("solution_before", "review_before")}
     before = spec.get("solution_before")
-    if before not in (None, ""):
+    earlier_ones = spec.get("solutions_before") or []
+    if before not in (None, "") and isinstance(earlier_ones, list):
         review = spec.get("review_before") or None
         earlier = {"solution": before, "accepted": False, "review": review}
-        out["solutions_before"] = [*(spec.get("solutions_before") or []), earlier]
+        out["solutions_before"] = [*earlier_ones, earlier]
     return out
 
 
@@ -103,7 +116,7 @@ def to_riddle(obj: Any, where: str, default_id: str | None = None) -> Riddle:
     if not isinstance(obj, dict):
         raise InvalidDocument(f"expected a JSON object, got {type(obj).__name__}", where=where)
     if is_legacy(obj):
-        obj = from_legacy(obj)
+        obj = from_legacy(obj, where)
     if obj.get("id") in (None, "") and default_id is not None:
         obj = {**obj, "id": default_id}
     try:

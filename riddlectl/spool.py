@@ -126,7 +126,7 @@ class Spool(abc.ABC):
     def require(self, riddle_id: str) -> tuple[Queue, Riddle]:
         found = self.find(riddle_id)
         if found is None:
-            raise UnknownRiddle("no such riddle in the spool", where=riddle_id)
+            raise UnknownRiddle("no such riddle in the spool", where=riddle_id[:60])
         return found
 
     def refuse_duplicates(self, riddles: Iterable[Riddle]) -> None:

@@ -7,6 +7,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
+
 from riddlectl import datafiles, documents
 from riddlectl.errors import InvalidDocument
 from riddlectl.ids import new_id
@@ -14,6 +16,9 @@ from riddlectl.models import Riddle
 from riddlectl.pipeline import Pipeline
 from riddlectl.queues import route
 from riddlectl.settings import Settings
+
+# A quarter of the document limit, so history, solutions and reviews fit as it moves on.
+SUBMIT_LIMIT = documents.MAX_DOCUMENT_BYTES // 4
 
 
 @dataclass(frozen=True)
@@ -74,6 +79,13 @@ def prepare(
     riddles, seen = [], set()
     now = time.time()
     for where, obj in parsed:
+        size = len(orjson.dumps(obj))
+        if size > SUBMIT_LIMIT:
+            raise InvalidDocument(
+                f"document is {size} bytes, over the {SUBMIT_LIMIT}-byte limit for submissions "
+                "(it grows as it moves through the pipeline)",
+                where=where,
+            )
         riddle = documents.to_riddle(obj, where)
         if riddle.id is None:
             riddle.id = new_id()
