@@ -2,18 +2,31 @@
 
 A reader sees the old file or the new one, never a part of either; after `write` returns
 (with `durable=True`) the new file survives a power cut.
+
+Creating a file is the dearest step on some filesystems (measured here: 25 µs in one
+directory tree, 570 µs in another on the same disk, against 5 µs to open an existing
+one). So a document a commit consumes is not unlinked but `recycle`d: renamed into the
+temp directory, where the next `write` of this process truncates and reuses it. Temp
+names carry host and pid, so the spares of a dead process are swept like any leftover.
 """
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
+import threading
 from pathlib import Path
 
 from riddlectl.crashpoints import reach
 from riddlectl.identity import hostname
 
+SPARES_KEPT = 32  # recycled files kept per temp directory and process
+
 _counter = itertools.count()
+_spares: dict[str, list[str]] = {}
+_spares_lock = threading.Lock()
+_spares_pid = os.getpid()
 
 
 def tmp_name(dest_name: str) -> str:
@@ -34,7 +47,7 @@ def _nothing(point: str) -> None:
     pass
 
 
-def fsync_dir(directory: Path) -> None:
+def fsync_dir(directory: Path | str) -> None:
     fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
     try:
         os.fsync(fd)
@@ -42,16 +55,65 @@ def fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
+def _pool(tmp_dir: str) -> list[str]:
+    global _spares, _spares_pid
+    if _spares_pid != os.getpid():  # a forked child must not reuse its parent's files
+        _spares, _spares_pid = {}, os.getpid()
+    return _spares.setdefault(tmp_dir, [])
+
+
+def _take_spare(tmp_dir: str) -> str | None:
+    with _spares_lock:
+        pool = _pool(tmp_dir)
+        return pool.pop() if pool else None
+
+
+def recycle(path: Path | str, tmp_dir: Path | str) -> None:
+    """Remove `path` from its directory by moving it into `tmp_dir` for reuse.
+
+    Equivalent to an unlink for every reader of `path`'s directory; a missing file is
+    fine (already gone).
+    """
+    tmp_dir = str(tmp_dir)
+    spare = os.path.join(tmp_dir, tmp_name("spare"))
+    with _spares_lock:
+        full = len(_pool(tmp_dir)) >= SPARES_KEPT
+    try:
+        if full:
+            os.unlink(path)
+            return
+        os.rename(path, spare)
+    except FileNotFoundError:
+        return
+    with _spares_lock:
+        _pool(tmp_dir).append(spare)
+
+
+def discard_spares() -> None:
+    """Remove this process's recycled files (an agent does this when it stops)."""
+    with _spares_lock:
+        pools = list(_pool(d) for d in list(_spares))
+        for pool in pools:
+            while pool:
+                _unlink(pool.pop())
+
+
 def write(
-    dest: Path, data: bytes, tmp_dir: Path, *, durable: bool = True, checkpoints: bool = False
+    dest: Path | str,
+    data: bytes,
+    tmp_dir: Path | str,
+    *,
+    durable: bool = True,
+    checkpoints: bool = False,
 ) -> None:
     """Write `data` to `dest` atomically, staging it in `tmp_dir` (same filesystem).
 
     `checkpoints` marks the writes the crash tests stop at (riddle commits).
     """
     check = reach if checkpoints else _nothing
-    tmp = tmp_dir / tmp_name(dest.name)
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    tmp_dir = str(tmp_dir)
+    tmp = _take_spare(tmp_dir) or os.path.join(tmp_dir, tmp_name(os.path.basename(dest)))
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
         view = memoryview(data)
         while view:
@@ -62,14 +124,19 @@ def write(
         check("flushed")
     except BaseException:
         os.close(fd)
-        tmp.unlink(missing_ok=True)
+        _unlink(tmp)
         raise
     os.close(fd)
     try:
         os.rename(tmp, dest)
     except BaseException:
-        tmp.unlink(missing_ok=True)
+        _unlink(tmp)
         raise
     if durable:
-        fsync_dir(dest.parent)
+        fsync_dir(os.path.dirname(dest) or ".")
     check("renamed")
+
+
+def _unlink(path: str) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)

@@ -129,14 +129,17 @@ def _alive(pid: int) -> bool:
 
 
 def _tmp_leftovers(spool: FsSpool, fix: bool) -> list[Finding]:
-    """Temp files of dead writers on this host, and any older than TMP_GRACE."""
+    """Temp files of dead writers on this host; of unknown or remote writers, those older
+    than TMP_GRACE. A live agent's files here (its writes, its recycled spares) are fine."""
     findings = []
     now = time.time()
     stale = set(stale_tmp(spool))
     for entry in os.scandir(spool.root / "tmp"):
         path = Path(entry.path)
         age = now - entry.stat().st_mtime
-        if entry.name.startswith(".") or (path not in stale and age < TMP_GRACE):
+        owner = atomic.tmp_owner(entry.name)
+        local = owner is not None and owner[0] == hostname()
+        if entry.name.startswith(".") or (path not in stale and (local or age < TMP_GRACE)):
             continue
         finding = Finding("tmp-leftover", entry.name, f"{age:.0f} s old")
         if fix:

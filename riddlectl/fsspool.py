@@ -51,6 +51,8 @@ class FsSpool(Spool):
         self.durable = durable
         self.actor = actor or Actor("riddlectl")
         self.drop_in_grace = drop_in_grace
+        self.tmp_dir = str(self.root / "tmp")
+        self._dirs = {q: str(self.root / q.value) for q in Queue}
         self._inboxes: dict[Queue, Inbox] = {}
         # Files skipped by the last `claim` because another agent held them: the loop
         # retries soon rather than sleeping, as their holder is about to move them on.
@@ -68,7 +70,11 @@ class FsSpool(Spool):
             (self.root / name).mkdir(parents=True, exist_ok=True)
 
     def _path(self, queue: Queue, riddle_id: str) -> Path:
-        return self.root / queue.value / f"{riddle_id}.json"
+        return Path(self._file(queue, riddle_id))
+
+    def _file(self, queue: Queue, riddle_id: str) -> str:
+        # Strings, not Paths, on the hot path: pathlib cost more than the syscalls here.
+        return f"{self._dirs[queue]}/{riddle_id}.json"
 
     def lock(self, name: str) -> Lock:
         return Lock(self.root / "locks" / f"{name}.lock")
@@ -80,7 +86,7 @@ class FsSpool(Spool):
         atomic.write(
             self._path(queue, riddle.id),
             documents.dumps(riddle),
-            self.root / "tmp",
+            self.tmp_dir,
             durable=self.durable,
             checkpoints=True,
         )
@@ -97,7 +103,7 @@ class FsSpool(Spool):
                 self._store(queue or route(riddle), stamp(riddle))
 
     def _anywhere(self, riddle_id: str) -> bool:
-        return any(self._path(q, riddle_id).exists() for q in Queue)
+        return any(os.path.exists(self._file(q, riddle_id)) for q in Queue)
 
     def refuse_duplicates(self, riddles: Iterable[Riddle]) -> None:
         seen: set[str] = set()
@@ -112,7 +118,7 @@ class FsSpool(Spool):
         self._store(to, stored)
         token: _Token = claim.token
         if token.path != self._path(to, stored.id or ""):
-            token.path.unlink(missing_ok=True)
+            atomic.recycle(token.path, self.tmp_dir)
         reach("source-removed")
         self._end_claim(claim)
         reach("lock-released")
@@ -256,7 +262,8 @@ class FsSpool(Spool):
         # rename and the unlink of any commit, an agent's or a command's, leaves one.
         record = lock.read_record()
         abandoned = _abandoned(record) + 1 if record else 0
-        others = [q for q in Queue if q is not queue and self._path(q, riddle.id or "").exists()]
+        riddle_id = riddle.id or ""
+        others = [q for q in Queue if q is not queue and os.path.exists(self._file(q, riddle_id))]
         if others:
             if self._resolve_duplicates(queue, riddle, lock) is None:
                 lock.release()

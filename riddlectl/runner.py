@@ -7,7 +7,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from riddlectl import doctor, runtime
+from riddlectl import atomic, doctor, runtime
 from riddlectl.agent import Worker, run_workers
 from riddlectl.identity import Actor
 from riddlectl.queues import INBOX, STAGES, Queue
@@ -76,6 +76,7 @@ def run(
     try:
         run_workers(workers, once=once, stop=stop, watch_dirs=watch_dirs, on_tick=tick)
     finally:
+        atomic.discard_spares()
         summary.seconds = time.monotonic() - started
         summary.held = len(workers[0].pipeline.spool.ids(Queue.HOLD))
     return summary
