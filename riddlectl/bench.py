@@ -27,7 +27,7 @@ How it measures, in this order:
 6. **status** (only with `status_riddles` > 0): a second spool filled directly (not
    timed) with that many finished riddles copied from a real done document, then the
    `riddlectl status` command (a subprocess, median of 3) and the library calls behind
-   it (`report.counts` + `spool.recent` + summaries) are timed.
+   it (`report.counts` + `report.recent` + summaries) are timed.
 
 A phase where no riddle finishes for `stall_timeout` seconds stops the run: the agents
 are stopped and the outcome holds what finished, with `error` set.
@@ -399,8 +399,9 @@ def status_phase(root: Path, template: bytes, count: int, data: Path) -> dict[st
     command = _median_time(
         lambda: subprocess.run(argv, capture_output=True, timeout=300, check=True)
     )
+    events = runtime.event_log(settings)
     library = _median_time(
-        lambda: (report.counts(spool), report.summaries(spool, spool.recent(20)))
+        lambda: (report.counts(spool), report.summaries(spool, report.recent(spool, events, 20)))
     )
     return {
         "riddles": count,
@@ -421,6 +422,20 @@ def _fill(root: Path, doc: dict[str, Any], count: int) -> None:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         os.write(fd, orjson.dumps(doc))
         os.close(fd)
+    # The event log the pipeline would have written, as `status` reads its tail.
+    with open(root / "events.jsonl", "wb") as log:
+        for index in range(count):
+            to = "failed" if index % 100 == 99 else "done"
+            event = {
+                "time": now + index * 0.001,
+                "id": f"st{index:07d}",
+                "stage": "manage",
+                "from": "validated",
+                "to": to,
+                "outcome": "accepted",
+                "rev": 5,
+            }
+            log.write(orjson.dumps(event) + b"\n")
 
 
 def _median_time(action: Callable[[], object], reps: int = 3) -> float:

@@ -50,7 +50,9 @@ def status(
             queue = report.queue_named(stage)
             riddles = report.summaries(spool, [(queue, i) for i in sorted(spool.ids(queue))])
         else:
-            riddles = report.summaries(spool, spool.recent(limit))
+            riddles = report.summaries(
+                spool, report.recent(spool, runtime.event_log(settings), limit)
+            )
         if as_jsonl:
             emit_jsonl(riddles)
         elif as_json:

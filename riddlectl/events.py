@@ -56,6 +56,20 @@ class EventLog:
             except FileNotFoundError:
                 continue
 
+    def tail(self, max_bytes: int = 256 * 1024) -> list[dict[str, Any]]:
+        """The last events (those in the last `max_bytes` of the log), newest first."""
+        try:
+            with self.path.open("rb") as handle:
+                size = handle.seek(0, 2)
+                handle.seek(max(0, size - max_bytes))
+                chunk = handle.read()
+        except FileNotFoundError:
+            return []
+        lines = chunk.split(b"\n")
+        if len(chunk) >= max_bytes:
+            lines = lines[1:]  # the first line may be cut
+        return [_parse(line) for line in reversed(lines) if line.strip()]
+
     def follow(self, poll: float = 0.2) -> Iterator[dict[str, Any]]:
         """Every event, then new ones as they are written (`events --follow`)."""
         yield from self.read()

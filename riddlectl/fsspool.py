@@ -146,6 +146,11 @@ class FsSpool(Spool):
     def ids(self, queue: Queue) -> list[str]:
         return [e.name.removesuffix(".json") for e in self._names(queue)]
 
+    def holds(self, queue: Queue, riddle_id: str) -> bool:
+        return ID_RE.fullmatch(riddle_id) is not None and os.path.exists(
+            self._file(queue, riddle_id)
+        )
+
     def read(self, queue: Queue, riddle_id: str) -> Riddle | None:
         path = self._path(queue, riddle_id)
         try:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from riddlectl.errors import InvalidDocument, UnknownRiddle, WaitTimeout
+from riddlectl.events import EventLog
 from riddlectl.models import Riddle
 from riddlectl.queues import FINAL, INBOX, Queue
 from riddlectl.spool import Spool
@@ -41,6 +42,30 @@ def summarize(queue: Queue, riddle: Riddle) -> dict[str, Any]:
         "sub_ids": riddle.sub_ids,
         "updated": riddle.updated,
     }
+
+
+def recent(spool: Spool, events: EventLog, limit: int) -> list[tuple[Queue, str]]:
+    """The `limit` most recently moved riddles, newest first.
+
+    Read from the tail of the event log, so the cost does not grow with the spool; each
+    is checked against the queue it was moved to. When the log says too little (a new
+    spool, a purged or hand-edited one), every queue is listed instead.
+    """
+    found: dict[str, Queue] = {}
+    for event in events.tail():
+        riddle_id, to = event.get("id"), event.get("to")
+        if not isinstance(riddle_id, str) or riddle_id in found or to not in _QUEUE_NAMES:
+            continue
+        found[riddle_id] = Queue(to)
+        if len(found) >= limit * 4:
+            break
+    listing = [(q, i) for i, q in found.items() if spool.holds(q, i)][:limit]
+    if len(listing) < limit and sum(spool.counts().values()) > len(listing):
+        return spool.recent(limit)
+    return listing
+
+
+_QUEUE_NAMES = frozenset(q.value for q in Queue)
 
 
 def counts(spool: Spool) -> dict[str, int]:

@@ -117,6 +117,10 @@ class Spool(abc.ABC):
         found.sort(reverse=True)
         return [(q, riddle_id) for _, q, riddle_id in found[:limit]]
 
+    def holds(self, queue: Queue, riddle_id: str) -> bool:
+        """Whether `queue` holds the riddle, as cheaply as the spool can tell."""
+        return riddle_id in self.ids(queue)
+
     def iter_queue(self, queue: Queue) -> Iterator[Riddle]:
         for riddle_id in self.ids(queue):
             riddle = self.read(queue, riddle_id)
