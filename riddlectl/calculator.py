@@ -38,9 +38,13 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
-from functools import lru_cache
 
-from riddlectl.numbers import format_number, parse_number, words_to_number
+from riddlectl.numbers import (
+    QUESTION_LANGS,
+    format_number,
+    parse_number,
+    question_word_number,
+)
 
 MAX_QUESTION_CHARS = 10_000
 MAX_TOKENS = 5_000
@@ -48,7 +52,7 @@ MAX_DEPTH = 100
 MAX_EXPONENT = 100_000
 MAX_BITS = 100_000
 MAX_NUMBER_WORDS = 24  #: the most words one number written in words may have
-WORD_NUMBER_LANGS = ("en", "de")  #: languages of number words in questions
+WORD_NUMBER_LANGS = QUESTION_LANGS  #: languages of number words in questions
 COMPARISONS = ("<", ">", "<=", ">=", "==", "!=")
 
 _VOCABULARY = """
@@ -197,16 +201,7 @@ def lex(question: str) -> list[tuple[str, str]]:
     return raw
 
 
-@lru_cache(maxsize=4096)
-def word_number(text: str) -> Fraction | None:
-    """``text`` as English or German number words, else None (one letter: never)."""
-    if len(text) < 2:
-        return None
-    for lang in WORD_NUMBER_LANGS:
-        value = words_to_number(text, lang)
-        if value is not None:
-            return value
-    return None
+word_number = question_word_number  # number words in questions, shared with recheck
 
 
 def strip_phrasing(raw: list[tuple[str, str]]) -> list[tuple[str, str]]:

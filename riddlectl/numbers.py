@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import re
 from fractions import Fraction
+from functools import lru_cache
 
 from text_to_num import text2num
 
@@ -319,3 +320,18 @@ def _text2num(text: str, lang: str) -> int | None:
     except (ValueError, TypeError):
         return None
     return value if isinstance(value, int) else None
+
+
+QUESTION_LANGS = ("en", "de")  #: languages of number words in questions
+
+
+@lru_cache(maxsize=4096)
+def question_word_number(text: str) -> Fraction | None:
+    """``text`` as English or German number words, else None (one letter: never)."""
+    if len(text) < 2:
+        return None
+    for lang in QUESTION_LANGS:
+        value = words_to_number(text, lang)
+        if value is not None:
+            return value
+    return None

@@ -27,13 +27,12 @@ from riddlectl.calculator import (
     PREFIXES,
     SYMBOL_ALIASES,
     TRAILERS,
-    WORD_NUMBER_LANGS,
     WORD_OPERATORS,
     BoundsError,
     CalcError,
     UnknownVariable,
 )
-from riddlectl.numbers import parse_number, words_to_number
+from riddlectl.numbers import parse_number, question_word_number
 
 __all__ = ["recompute"]
 
@@ -127,19 +126,9 @@ def _scan_word(text: str, i: int) -> int:
     return j
 
 
-def _number_words(text: str) -> Fraction | None:
-    if len(text) < 2:
-        return None
-    for lang in WORD_NUMBER_LANGS:
-        value = words_to_number(text, lang)
-        if value is not None:
-            return value
-    return None
-
-
 def _split_word(word: str) -> list[tuple[str, str]]:
     """A hyphenated word is one number (``twenty-one``) or names and minus signs."""
-    if "-" not in word or _number_words(word) is not None:
+    if "-" not in word or question_word_number(word) is not None:
         return [("word", word)]
     items: list[tuple[str, str]] = []
     for part in word.split("-"):
@@ -192,12 +181,12 @@ def _read_words(items: list[tuple[str, str]]) -> tuple[tuple[str, object], int]:
     for size in range(len(lowered), 0, -1):
         if lowered[:size] in WORD_OPERATORS:
             return ("op", WORD_OPERATORS[lowered[:size]]), size
-    if _number_words(words[0]) is not None:
+    if question_word_number(words[0]) is not None:
         limit = 1
         while limit < len(words) and lowered[limit] not in _FIRST_WORDS:
             limit += 1
         for size in range(limit, 0, -1):
-            value = _number_words(" ".join(words[:size]))
+            value = question_word_number(" ".join(words[:size]))
             if value is not None:
                 return ("num", value), size
     return ("name", words[0]), 1
