@@ -16,7 +16,13 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from watchdog.events import FileSystemEvent, FileSystemEventHandler
+from watchdog.events import (
+    FileClosedEvent,
+    FileCreatedEvent,
+    FileMovedEvent,
+    FileSystemEvent,
+    FileSystemEventHandler,
+)
 from watchdog.observers import Observer
 
 from riddlectl.pipeline import Pipeline
@@ -29,6 +35,7 @@ CONTENDED_PAUSE = 0.002  # seconds before looking again at riddles another agent
 MIN_PAUSE = 0.02  # first idle pause of `run --once`, doubling up to IDLE_POLL
 SWEEP_EVERY = 1.0  # seconds between sweeps of waiting/ for parents to resume
 BATCH = 8  # riddles claimed at once per stage
+ARRIVALS = [FileCreatedEvent, FileMovedEvent, FileClosedEvent]
 
 
 @dataclass
@@ -133,7 +140,9 @@ def watch(directories: Iterable[Path], wake: threading.Event) -> Observer | None
     handler = Waker(wake)
     for directory in directories:
         if directory.is_dir():
-            observer.schedule(handler, str(directory), recursive=False)
+            # Only arrivals: the kernel then does not report every open and read of the
+            # inbox (our own claims), which cost watchdog's thread CPU for each one.
+            observer.schedule(handler, str(directory), recursive=False, event_filter=ARRIVALS)
     try:
         observer.start()
     except OSError:  # inotify limits reached: polling alone still works
