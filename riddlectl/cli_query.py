@@ -43,27 +43,39 @@ def status(
     settings = resolve(ctx)
     spool = runtime.open_spool(settings, create=False)
     wanted = read_ids(ids or [])
-    while True:
-        if wanted:
-            riddles = report.by_ids(spool, wanted)
-        elif stage:
-            queue = report.queue_named(stage)
-            riddles = report.summaries(spool, [(queue, i) for i in sorted(spool.ids(queue))])
-        else:
-            riddles = report.summaries(
-                spool, report.recent(spool, runtime.event_log(settings), limit)
-            )
-        if as_jsonl:
-            emit_jsonl(riddles)
-        elif as_json:
-            emit_json(
-                {"spool": str(settings.spool), "counts": report.counts(spool), "riddles": riddles}
-            )
-        else:
-            _print_status(report.counts(spool), riddles, bool(wanted))
-        if not watch:
-            break
-        time.sleep(1.0)
+    try:
+        while True:
+            _show_status(settings, spool, wanted, stage, limit, as_json, as_jsonl)
+            if not watch:
+                break
+            time.sleep(1.0)
+    except KeyboardInterrupt:  # Ctrl-C is how --watch ends
+        pass
+
+
+def _show_status(
+    settings: Any,
+    spool: Any,
+    wanted: list[str],
+    stage: str | None,
+    limit: int,
+    as_json: bool,
+    as_jsonl: bool,
+) -> None:
+    if wanted:
+        riddles = report.by_ids(spool, wanted)
+    elif stage:
+        queue = report.queue_named(stage)
+        riddles = report.summaries(spool, [(queue, i) for i in sorted(spool.ids(queue))])
+    else:
+        riddles = report.summaries(spool, report.recent(spool, runtime.event_log(settings), limit))
+    if as_jsonl:
+        emit_jsonl(riddles)
+    elif as_json:
+        counts = report.counts(spool)
+        emit_json({"spool": str(settings.spool), "counts": counts, "riddles": riddles})
+    else:
+        _print_status(report.counts(spool), riddles, bool(wanted))
 
 
 def _print_status(counts: dict[str, int], riddles: list[dict[str, Any]], detailed: bool) -> None:

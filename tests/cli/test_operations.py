@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import time
 from pathlib import Path
@@ -338,3 +339,22 @@ def test_completion_lists_data_files(cli: Cli) -> None:
 def test_bad_usage_exits_2(cli: Cli, args: list[str]) -> None:
     cli("init")
     assert cli(*args).code == 2
+
+
+def test_status_watch_refreshes_until_interrupted(cli: Cli) -> None:
+    submit_flags(cli, "sw")
+    watcher = cli.popen("status", "--watch", "--jsonl")
+    try:
+        first = orjson.loads(watcher.stdout.readline())
+        assert first["id"] == "sw" and first["queue"] == "incoming"
+        cli("hold", "sw")
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            if orjson.loads(watcher.stdout.readline())["queue"] == "hold":
+                break
+        else:
+            pytest.fail("status --watch never showed the riddle held")
+    finally:
+        watcher.send_signal(signal.SIGINT)
+        _, err = watcher.communicate(timeout=10)
+    assert watcher.returncode == 0 and b"Traceback" not in err

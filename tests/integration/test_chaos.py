@@ -115,4 +115,4 @@ def test_chaos_short(cli: Cli, helpers: Path) -> None:
 @pytest.mark.timeout(900)
 @pytest.mark.parametrize("per_stage", [1, 3])
 def test_chaos_long(cli: Cli, helpers: Path, per_stage: int) -> None:
-    chaos_run(cli, helpers, riddles=200, per_stage=per_stage, seconds=180, seed=per_stage)
+    chaos_run(cli, helpers, riddles=1000, per_stage=per_stage, seconds=240, seed=per_stage)
