@@ -96,6 +96,7 @@ def chaos_run(
     finally:
         swarm.stop()
     assert swarm.kills > 0
+    print(f"chaos: {riddles} riddles, {per_stage} agent(s) per stage, {swarm.kills} kill -9")
     finish = cli("run", "--once", timeout=300, env={"PYTHONPATH": str(helpers)})
     assert finish.code == 0, finish.err
     for doc in docs:
