@@ -6,7 +6,7 @@ A reader sees the old file or the new one, never a part of either; after `write`
 Creating a file is the dearest step on some filesystems (measured here: 25 µs in one
 directory tree, 570 µs in another on the same disk, against 5 µs to open an existing
 one). So a document a commit consumes is not simply unlinked but `recycle`d: linked into
-the temp directory first, where the next `write` of this process truncates and reuses it. Temp
+the temp directory first, where the next `write` of this process overwrites and reuses it. Temp
 names carry host and pid, so the spares of a dead process are swept like any leftover.
 """
 
@@ -118,11 +118,13 @@ def write(
     check = reach if checkpoints else _nothing
     tmp_dir = str(tmp_dir)
     tmp = _take_spare(tmp_dir) or os.path.join(tmp_dir, tmp_name(os.path.basename(dest)))
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    # No O_TRUNC: truncating a spare's blocks cost 300 µs here, overwriting them 16 µs.
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT, 0o644)
     try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
+        written = 0
+        while written < len(data):
+            written += os.pwrite(fd, data[written:], written)
+        os.ftruncate(fd, len(data))  # drops what is left of the spare's old content
         check("temp-written")
         if durable:
             os.fsync(fd)
