@@ -9,7 +9,7 @@ appends one `history` entry to the document and one line to the event log.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,6 +49,7 @@ class Pipeline:
         error: str | None = None,
         duration: float | None = None,
         rev: int | None = None,
+        handler: str | None = None,
     ) -> dict[str, Any]:
         event: dict[str, Any] = {
             "time": time.time(),
@@ -58,6 +59,7 @@ class Pipeline:
             "to": to.value if to else None,
             "outcome": outcome,
             **self.actor.as_dict(),
+            **({"handler": handler} if handler else {}),
             "rev": riddle.rev + 1 if rev is None else rev,
         }
         if duration is not None:
@@ -77,8 +79,14 @@ class Pipeline:
         *,
         error: str | None = None,
         duration: float | None = None,
+        declined: Sequence[str] = (),
     ) -> Riddle:
-        """Commit `riddle` to `to` with its history entry, then log the event."""
+        """Commit `riddle` to `to` with its history entry, then log the event (after one
+        `declined` event per solve handler that declined before the outcome)."""
+        notes = [
+            self.record(riddle, stage, claim.queue, claim.queue, "declined", handler=name)
+            for name in declined
+        ]
         riddle.contacts += 1
         if to is Queue.DONE:
             riddle.status.solved = is_solved(riddle)
@@ -86,6 +94,8 @@ class Pipeline:
             riddle.error = error
         event = self.record(riddle, stage, claim.queue, to, outcome, error=error, duration=duration)
         stored = self.spool.commit(claim, riddle, to)
+        for note in notes:
+            self.events.append(note)
         self.events.append(event)
         reach("event-logged")
         if self.on_move is not None:
@@ -119,6 +129,7 @@ class Pipeline:
                 "failed",
                 error=str(exc),
                 duration=time.monotonic() - started,
+                declined=getattr(exc, "declined", []),
             )
         except Exception as exc:
             return self._retry_later(claim, riddle, stage, exc, time.monotonic() - started)
@@ -140,6 +151,7 @@ class Pipeline:
             stage,
             outcome.outcome,
             error=outcome.error,
+            declined=outcome.declined,
             duration=duration,
         )
 

@@ -28,6 +28,15 @@ class Outcome:
     outcome: str = "ok"
     error: str | None = None
     children: list[Riddle] = field(default_factory=list)
+    declined: list[str] = field(default_factory=list)  # solve handlers that declined first
+
+
+class NobodyAnswered(HandlerRefused):
+    """Every solve handler declined."""
+
+    def __init__(self, declined: list[str]) -> None:
+        super().__init__("no solve handler answered")
+        self.declined = declined
 
 
 @dataclass
@@ -119,15 +128,19 @@ def solve(riddle: Riddle, ctx: StageContext) -> Outcome:
     if not riddle.status.solve.required:
         return Outcome(riddle, route(riddle, "solve"))
     job = ctx.job(riddle, "solve", extractions=load_extractions(riddle, ctx))
+    declined: list[str] = []
     for handler in ctx.handlers:
         answer = _answer(call(handler, job), handler)
         if answer.get("sub_riddles"):
-            return _spawn(riddle, answer["sub_riddles"], handler)
+            outcome = _spawn(riddle, answer["sub_riddles"], handler)
+            outcome.declined = declined
+            return outcome
         if answer.get("solution") is not None:
             riddle.solution = _solution(answer, handler)
             riddle.status.solve.finished = True
-            return Outcome(riddle, route(riddle, "solve"))
-    raise HandlerRefused("no solve handler answered")
+            return Outcome(riddle, route(riddle, "solve"), declined=declined)
+        declined.append(handler.name)
+    raise NobodyAnswered(declined)
 
 
 def _solution(answer: dict[str, Any], handler: NamedHandler) -> Solution:

@@ -123,3 +123,8 @@ def test_python_handlers_by_module_attr(
     _, riddle = where(settings, riddle_id)
     assert riddle.solution.solution == "150"
     assert (Path(settings.spool) / "declined.txt").read_text() == riddle_id
+    solve_events = [e for e in riddle.history if e["stage"] == "solve"]
+    assert [e["outcome"] for e in solve_events] == ["declined", "ok"]
+    assert solve_events[0]["handler"] == "py_handlers:decline"
+    logged = [e["outcome"] for e in runtime.event_log(settings).read() if e["stage"] == "solve"]
+    assert logged == ["declined", "ok"]
