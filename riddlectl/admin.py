@@ -17,12 +17,6 @@ from riddlectl.queues import FINAL, INBOX, Queue, route
 RETRY_STEPS = ("extract", "solve", "validate")
 
 
-def _extra(riddle: Riddle) -> dict[str, object]:
-    if riddle.__pydantic_extra__ is None:
-        riddle.__pydantic_extra__ = {}
-    return riddle.__pydantic_extra__
-
-
 def hold(pipeline: Pipeline, riddle_id: str) -> Queue:
     """Park a riddle in `hold/`, remembering where it was; returns that queue."""
     claim = pipeline.spool.claim_id(riddle_id)
@@ -30,7 +24,7 @@ def hold(pipeline: Pipeline, riddle_id: str) -> Queue:
         pipeline.spool.release(claim)
         raise InvalidDocument(f"cannot hold: it is in {claim.queue.value}/", where=riddle_id)
     riddle = claim.riddle.model_copy(deep=True)
-    _extra(riddle)["held_from"] = claim.queue.value
+    riddle.extensions()["held_from"] = claim.queue.value
     pipeline.move(claim, riddle, Queue.HOLD, "hold", "ok")
     return claim.queue
 
@@ -42,7 +36,7 @@ def release(pipeline: Pipeline, riddle_id: str) -> Queue:
         pipeline.spool.release(claim)
         raise InvalidDocument(f"not held: it is in {claim.queue.value}/", where=riddle_id)
     riddle = claim.riddle.model_copy(deep=True)
-    held_from = _extra(riddle).pop("held_from", None)
+    held_from = riddle.extensions().pop("held_from", None)
     to = Queue(held_from) if held_from in {q.value for q in Queue} else route(riddle)
     pipeline.move(claim, riddle, to, "release", "ok")
     return to
@@ -115,7 +109,7 @@ def _before(step: str) -> str | None:
 
 
 def _reset(riddle: Riddle, step: str, reset_trials: bool) -> None:
-    extra = _extra(riddle)
+    extra = riddle.extensions()
     extra.pop("attempts", None)
     extra.pop("retry_at", None)
     riddle.error = None

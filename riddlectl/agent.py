@@ -69,7 +69,7 @@ class Worker:
     def _drain(self, stage: str) -> int:
         spool = self.pipeline.spool
         claims = spool.claim(INBOX[stage], limit=self.batch)
-        self.contended += getattr(spool, "contended", 0)
+        self.contended += spool.contended
         for index, claim in enumerate(claims):
             if self.stop.is_set():
                 self._release(claims[index:])
@@ -236,9 +236,10 @@ def _finished(
         if any(busy):
             idle_rounds[0] = 0
             return False
-    if workers[0].pending() or any(
-        w.pipeline.spool.ids(Queue.WAITING) and w.pipeline.sweep_waiting() for w in workers[:1]
-    ):
+    # Every worker runs the same stages on the same spool: one of them can tell.
+    worker = workers[0]
+    waiting = worker.pipeline.spool.ids(Queue.WAITING)
+    if worker.pending() or (waiting and worker.pipeline.sweep_waiting()):
         idle_rounds[0] = 0
         return False
     idle_rounds[0] += 1

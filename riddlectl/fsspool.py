@@ -54,8 +54,6 @@ class FsSpool(Spool):
         self.tmp_dir = str(self.root / "tmp")
         self._dirs = {q: str(self.root / q.value) for q in Queue}
         self._inboxes: dict[Queue, Inbox] = {}
-        # Files skipped by the last `claim` because another agent held them: the loop
-        # retries soon rather than sleeping, as their holder is about to move them on.
         self.contended = 0
         # Called with (queue, name, reason) when a file is set aside in corrupt/.
         self.on_corrupt: Callable[[Queue, str, str], None] | None = None

@@ -114,6 +114,13 @@ class Riddle(_Open):
             cls._valid_id(sub_id)
         return value
 
+    def extensions(self) -> dict[str, Any]:
+        """The document's fields beyond the model (`attempts`, `retry_at`, `held_from`, and
+        whatever a user added), as a dict that changes the document when changed."""
+        if self.__pydantic_extra__ is None:
+            self.__pydantic_extra__ = {}
+        return self.__pydantic_extra__
+
     def to_json(self) -> dict[str, Any]:
         doc = self.model_dump(mode="json", by_alias=True)
         if doc["riddle"].get("answer") is None:

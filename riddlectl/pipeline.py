@@ -138,8 +138,8 @@ class Pipeline:
 
     def _forward(self, claim: Claim, stage: str, outcome: Outcome, duration: float) -> Riddle:
         riddle = outcome.riddle
-        if hasattr(riddle, "retry_at"):
-            riddle.retry_at = None  # type: ignore[attr-defined]
+        if "retry_at" in riddle.extensions():
+            riddle.extensions()["retry_at"] = None
         if outcome.children:
             self._add_children(riddle, outcome.children)
         if outcome.to is not Queue.FAILED:
@@ -171,9 +171,9 @@ class Pipeline:
         self, claim: Claim, riddle: Riddle, stage: str, exc: Exception, duration: float
     ) -> Riddle:
         error = _describe(exc)
-        attempts = dict(getattr(riddle, "attempts", None) or {})
+        attempts = dict(riddle.extensions().get("attempts") or {})
         attempts[stage] = int(attempts.get(stage, 0)) + 1
-        riddle.attempts = attempts  # type: ignore[attr-defined]
+        riddle.extensions()["attempts"] = attempts
         delay = self.retry.delay(attempts[stage])
         outcome = "timeout" if "timed out" in error else "error"
         if delay is None:
@@ -181,7 +181,7 @@ class Pipeline:
             return self.move(
                 claim, riddle, Queue.FAILED, stage, outcome, error=error, duration=duration
             )
-        riddle.retry_at = time.time() + delay  # type: ignore[attr-defined]
+        riddle.extensions()["retry_at"] = time.time() + delay
         return self.move(claim, riddle, claim.queue, stage, outcome, error=error, duration=duration)
 
     # -- parents --------------------------------------------------------------------------

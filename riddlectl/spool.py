@@ -49,6 +49,10 @@ class Spool(abc.ABC):
     one on every commit; a claim's holder dying releases the claim.
     """
 
+    # Riddles the last `claim` skipped because another agent held them (0 where claims
+    # never contend across processes): the agent loop looks again soon when it is not 0.
+    contended: int = 0
+
     @abc.abstractmethod
     def init(self) -> None:
         """Create the layout; idempotent."""
@@ -157,5 +161,5 @@ def order_key(riddle: Riddle) -> tuple[int, float, str]:
 
 
 def retry_at(riddle: Riddle) -> float:
-    value = getattr(riddle, "retry_at", None)
+    value = riddle.extensions().get("retry_at")
     return float(value) if isinstance(value, int | float) else 0.0
