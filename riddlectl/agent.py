@@ -8,7 +8,6 @@ with `once`, stops when no riddle can move any more.
 
 from __future__ import annotations
 
-import contextlib
 import sys
 import threading
 import time
@@ -27,7 +26,6 @@ from watchdog.observers import Observer
 
 from riddlectl.pipeline import Pipeline
 from riddlectl.queues import INBOX, Queue
-from riddlectl.spool import Claim
 from riddlectl.stages import StageContext
 
 IDLE_POLL = 1.0  # seconds between rescans when nothing wakes the loop
@@ -70,21 +68,8 @@ class Worker:
         spool = self.pipeline.spool
         claims = spool.claim(INBOX[stage], limit=self.batch)
         self.contended += spool.contended
-        for index, claim in enumerate(claims):
-            if self.stop.is_set():
-                self._release(claims[index:])
-                break
-            try:
-                self.pipeline.handle(claim, stage, self.contexts[stage])
-            except Exception:  # e.g. the spool cannot be written: give everything back, unchanged
-                self._release(claims[index:])
-                raise
+        self.pipeline.handle_many(claims, stage, self.contexts[stage], self.stop)
         return len(claims)
-
-    def _release(self, claims: list[Claim]) -> None:
-        for claim in claims:
-            with contextlib.suppress(OSError):
-                self.pipeline.spool.release(claim)
 
     def pending(self) -> int:
         """Riddles in this worker's inboxes: they can still move, now or later."""

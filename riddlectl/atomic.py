@@ -13,9 +13,12 @@ names carry host and pid, so the spares of a dead process are swept like any lef
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import itertools
 import os
+import sys
 import threading
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from riddlectl.crashpoints import reach
@@ -115,33 +118,84 @@ def write(
 
     `checkpoints` marks the writes the crash tests stop at (riddle commits).
     """
+    write_many([(dest, data)], tmp_dir, durable=durable, checkpoints=checkpoints)
+
+
+def write_many(
+    files: Sequence[tuple[Path | str, bytes]],
+    tmp_dir: Path | str,
+    *,
+    durable: bool = True,
+    checkpoints: bool = False,
+) -> None:
+    """Write several files atomically as one group commit.
+
+    Each file is atomic on its own (a reader sees it old or new); the group shares the
+    flushes: every temp file is written, all are flushed together, then each is renamed
+    and each destination directory is flushed once. Eight files cost about what two
+    cost written one by one. If anything fails before the renames, nothing is renamed.
+    """
     check = reach if checkpoints else _nothing
     tmp_dir = str(tmp_dir)
-    tmp = _take_spare(tmp_dir) or os.path.join(tmp_dir, tmp_name(os.path.basename(dest)))
-    # No O_TRUNC: truncating a spare's blocks cost 300 µs here, overwriting them 16 µs.
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT, 0o644)
+    staged: list[tuple[int, str, str]] = []  # (fd, temp path, destination)
     try:
-        written = 0
-        while written < len(data):
-            written += os.pwrite(fd, data[written:], written)
-        os.ftruncate(fd, len(data))  # drops what is left of the spare's old content
+        for dest, data in files:
+            dest = str(dest)
+            tmp = _take_spare(tmp_dir) or os.path.join(tmp_dir, tmp_name(os.path.basename(dest)))
+            # No O_TRUNC: truncating a spare's blocks cost 300 µs here, overwriting them 16 µs.
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT, 0o644)
+            staged.append((fd, tmp, dest))
+            written = 0
+            while written < len(data):
+                written += os.pwrite(fd, data[written:], written)
+            os.ftruncate(fd, len(data))  # drops what is left of the spare's old content
         check("temp-written")
         if durable:
-            os.fsync(fd)
+            _flush([fd for fd, _, _ in staged])
         check("flushed")
     except BaseException:
+        for fd, tmp, _ in staged:
+            os.close(fd)
+            _unlink(tmp)
+        raise
+    for fd, _, _ in staged:
         os.close(fd)
-        _unlink(tmp)
-        raise
-    os.close(fd)
-    try:
-        os.rename(tmp, dest)
-    except BaseException:
-        _unlink(tmp)
-        raise
+    for index, (_, tmp, dest) in enumerate(staged):
+        try:
+            os.rename(tmp, dest)
+        except BaseException:
+            for _, left, _ in staged[index:]:
+                _unlink(left)
+            raise
     if durable:
-        fsync_dir(os.path.dirname(dest) or ".")
+        for directory in dict.fromkeys(os.path.dirname(dest) or "." for _, _, dest in staged):
+            fsync_dir(directory)
     check("renamed")
+
+
+def _flush(fds: list[int]) -> None:
+    """Make the content of every file in `fds` durable, in as few disk flushes as can be.
+
+    One file: `fsync`. Several: `syncfs` once, which on Linux waits for the writes like an
+    `fsync` of every file of the filesystem (syncfs(2)), and costs about one `fsync`
+    rather than one per file; elsewhere, one `fsync` each.
+    """
+    if len(fds) > 1 and _syncfs is not None and _syncfs(fds[0]) == 0:
+        return
+    for fd in fds:
+        os.fsync(fd)
+
+
+def _load_syncfs() -> Callable[[int], int] | None:
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        return ctypes.CDLL(None, use_errno=True).syncfs  # type: ignore[no-any-return]
+    except (OSError, AttributeError):
+        return None
+
+
+_syncfs = _load_syncfs()
 
 
 def _unlink(path: str) -> None:

@@ -1,7 +1,7 @@
 """The event log: `events.jsonl` in the spool root, one JSON object per line.
 
-Each event is one `write(2)` on a file opened with `O_APPEND`, so concurrent writers
-(agents in several processes) never interleave within a line. When the log passes
+Each event (or group of events) is one `write(2)` on a file opened with `O_APPEND`, so
+concurrent writers (agents in several processes) never interleave within a line. When the log passes
 `max_bytes` the writer that notices renames it to `events.jsonl.1` (keeping one old
 generation), so the log stays bounded without a lock on the hot path.
 """
@@ -26,13 +26,21 @@ class EventLog:
 
     def append(self, event: dict[str, Any]) -> None:
         """Append one event; never raises for a full disk (the log is advisory)."""
-        line = orjson.dumps(event, option=orjson.OPT_NON_STR_KEYS) + b"\n"
+        self.append_many([event])
+
+    def append_many(self, events: list[dict[str, Any]]) -> None:
+        """Append events in one `write(2)`: whole lines, never interleaved with others'."""
+        if not events:
+            return
+        lines = b"".join(
+            orjson.dumps(event, option=orjson.OPT_NON_STR_KEYS) + b"\n" for event in events
+        )
         try:
             fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         except OSError:
             return
         try:
-            os.write(fd, line)
+            os.write(fd, lines)
             if os.fstat(fd).st_size > self.max_bytes:
                 self._rotate()
         except OSError:

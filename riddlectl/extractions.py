@@ -9,6 +9,9 @@ same content at once still call the extractor once.
 from __future__ import annotations
 
 import hashlib
+import os
+import re
+from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -20,6 +23,9 @@ from riddlectl.locks import Lock
 
 SCHEMA_VERSION = 1
 MAKE_WAIT = 600.0  # seconds to wait for another agent making the same extraction
+KEPT = 1024  # extractions kept in memory per store
+# A path this store wrote: content-addressed, so what it holds never changes.
+OWN_PATH = re.compile(r"cache/extractions/[0-9a-f]{64}\.[0-9a-f]{12}\.json")
 
 
 class ExtractionStore:
@@ -27,6 +33,7 @@ class ExtractionStore:
         self.root = Path(spool_root)
         self.dir = self.root / "cache" / "extractions"
         self.durable = durable
+        self._kept: OrderedDict[str, bytes] = OrderedDict()
 
     def key(self, content: bytes, extractor: str, version: str) -> str:
         digest = hashlib.sha256(content).hexdigest()
@@ -39,7 +46,7 @@ class ExtractionStore:
     def get_or_make(self, key: str, make: Callable[[], dict[str, Any]]) -> str:
         """The extraction's path relative to the spool root, calling `make` only on a miss."""
         path = self.dir / f"{key}.json"
-        if path.exists():
+        if self.relative(key) in self._kept or os.path.exists(f"{self.dir}/{key}.json"):
             return self.relative(key)
         self.dir.mkdir(parents=True, exist_ok=True)
         lock = Lock(self.dir / f"{key}.lock")
@@ -58,14 +65,34 @@ class ExtractionStore:
         """An extraction by its `file_extracted` path; None when absent or unreadable."""
         if not relative:
             return None
-        path = (self.root / relative).resolve()
-        if not path.is_relative_to(self.root.resolve()):
-            return None
+        raw = self._kept.get(relative)
+        if raw is None:
+            raw = self._read(relative)
+            if raw is None:
+                return None
+            if OWN_PATH.fullmatch(relative):
+                self._kept[relative] = raw
+                if len(self._kept) > KEPT:
+                    self._kept.popitem(last=False)
         try:
-            value = orjson.loads(path.read_bytes())
-        except (OSError, orjson.JSONDecodeError):
+            value = orjson.loads(raw)
+        except orjson.JSONDecodeError:
             return None
         return value if isinstance(value, dict) else None
+
+    def _read(self, relative: str) -> bytes | None:
+        if OWN_PATH.fullmatch(relative):
+            path = os.path.join(self.root, relative)  # nothing in the name can lead out
+        else:  # written by someone else: it must not lead out of the spool
+            root = os.path.realpath(self.root)
+            path = os.path.realpath(os.path.join(root, relative))
+            if not path.startswith(root + os.sep):
+                return None
+        try:
+            with open(path, "rb") as handle:
+                return handle.read()
+        except OSError:
+            return None
 
 
 def envelope(

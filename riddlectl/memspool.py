@@ -78,6 +78,9 @@ class MemorySpool(Spool):
             self._unclaim(claim)
 
     def _unclaim(self, claim: Claim) -> None:
+        if not claim.open:
+            return
+        claim.open = False
         self._claimed.discard(claim.riddle.id or "")
         self._mutex.notify_all()
 

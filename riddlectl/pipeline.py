@@ -8,6 +8,8 @@ appends one `history` entry to the document and one line to the event log.
 
 from __future__ import annotations
 
+import contextlib
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -24,6 +26,17 @@ from riddlectl.spool import Claim, Spool
 from riddlectl.stages import STAGE_FUNCTIONS, Outcome, StageContext
 
 MAX_HISTORY = 200  # entries kept per document, so a riddle retried forever stays small
+GROUP_WINDOW = 0.005  # seconds a handled riddle may wait for others to share its commit
+
+
+@dataclass
+class Move:
+    """A handled riddle ready to be committed to `to`, and the events that say so."""
+
+    claim: Claim
+    riddle: Riddle
+    to: Queue
+    events: list[dict[str, Any]]
 
 
 @dataclass
@@ -69,6 +82,46 @@ class Pipeline:
         riddle.history = [*riddle.history, event][-MAX_HISTORY:]
         return event
 
+    def prepare(
+        self,
+        claim: Claim,
+        riddle: Riddle,
+        to: Queue,
+        stage: str,
+        outcome: str,
+        *,
+        error: str | None = None,
+        duration: float | None = None,
+        declined: Sequence[str] = (),
+    ) -> Move:
+        """`riddle` made ready to go to `to`, with its history entries (one `declined`
+        entry per solve handler that declined before the outcome); `commit` stores it."""
+        notes = [
+            self.record(riddle, stage, claim.queue, claim.queue, "declined", handler=name)
+            for name in declined
+        ]
+        riddle.contacts += 1
+        if to is Queue.DONE:
+            riddle.status.solved = is_solved(riddle)
+        if error is not None or to is Queue.FAILED:
+            riddle.error = error
+        event = self.record(riddle, stage, claim.queue, to, outcome, error=error, duration=duration)
+        return Move(claim, riddle, to, [*notes, event])
+
+    def commit(self, moves: Sequence[Move]) -> list[Riddle]:
+        """Store prepared moves as one group, then log their events and resume parents."""
+        if not moves:
+            return []
+        stored = self.spool.commit_many([(m.claim, m.riddle, m.to) for m in moves])
+        self.events.append_many([event for move in moves for event in move.events])
+        reach("event-logged")
+        for move, riddle in zip(moves, stored, strict=True):
+            if self.on_move is not None:
+                self.on_move(riddle.id or "", move.to)
+            if move.to in FINAL and riddle.parent_id:
+                self.resume_parent(riddle.parent_id)
+        return stored
+
     def move(
         self,
         claim: Claim,
@@ -81,47 +134,69 @@ class Pipeline:
         duration: float | None = None,
         declined: Sequence[str] = (),
     ) -> Riddle:
-        """Commit `riddle` to `to` with its history entry, then log the event (after one
-        `declined` event per solve handler that declined before the outcome)."""
-        notes = [
-            self.record(riddle, stage, claim.queue, claim.queue, "declined", handler=name)
-            for name in declined
-        ]
-        riddle.contacts += 1
-        if to is Queue.DONE:
-            riddle.status.solved = is_solved(riddle)
-        if error is not None or to is Queue.FAILED:
-            riddle.error = error
-        event = self.record(riddle, stage, claim.queue, to, outcome, error=error, duration=duration)
-        stored = self.spool.commit(claim, riddle, to)
-        for note in notes:
-            self.events.append(note)
-        self.events.append(event)
-        reach("event-logged")
-        if self.on_move is not None:
-            self.on_move(stored.id or "", to)
-        if to in FINAL and stored.parent_id:
-            self.resume_parent(stored.parent_id)
-        return stored
+        """Commit `riddle` to `to` now, alone (see `prepare`)."""
+        move = self.prepare(
+            claim, riddle, to, stage, outcome, error=error, duration=duration, declined=declined
+        )
+        return self.commit([move])[0]
 
     # -- handling -------------------------------------------------------------------------
 
     def handle(self, claim: Claim, stage: str, ctx: StageContext) -> Riddle:
         """Run `stage` on a claimed riddle and commit the result; the claim ends here."""
+        return self.handle_many([claim], stage, ctx)[0]
+
+    def handle_many(
+        self,
+        claims: Sequence[Claim],
+        stage: str,
+        ctx: StageContext,
+        stop: threading.Event | None = None,
+    ) -> list[Riddle]:
+        """Run `stage` on claimed riddles one by one, committing their results in groups.
+
+        A group is committed when `GROUP_WINDOW` has passed since its first riddle was
+        handled, so a slow handler does not hold back the riddles before it. Every claim
+        ends here: committed, or given back unchanged when `stop` is set or on an error.
+        """
+        stored: list[Riddle] = []
+        group: list[Move] = []
+        opened = time.monotonic()
+        try:
+            for index, claim in enumerate(claims):
+                if stop is not None and stop.is_set():
+                    break
+                if not group:
+                    opened = time.monotonic()
+                group.append(self._handled(claim, stage, ctx))
+                if index + 1 < len(claims):
+                    self.spool.handled(claim)  # dying on the next one is not this one's fault
+                    if time.monotonic() - opened > GROUP_WINDOW:
+                        stored += self.commit(group)
+                        group = []
+            stored += self.commit(group)
+        finally:
+            for claim in claims:
+                if claim.open:
+                    with contextlib.suppress(OSError):
+                        self.spool.release(claim)
+        return stored
+
+    def _handled(self, claim: Claim, stage: str, ctx: StageContext) -> Move:
         riddle = claim.riddle  # freshly read for this claim: ours to change
         if claim.abandoned >= self.max_abandoned:
             error = (
                 f"abandoned {claim.abandoned} times in a row: its agent died while "
                 f"handling it (poison riddle)"
             )
-            return self.move(claim, riddle, Queue.FAILED, stage, "abandoned", error=error)
+            return self.prepare(claim, riddle, Queue.FAILED, stage, "abandoned", error=error)
         self.spool.begin(claim)
         reach("claimed")
         started = time.monotonic()
         try:
             outcome = STAGE_FUNCTIONS[stage](riddle, ctx)
         except (HandlerRefused, InvalidData) as exc:
-            return self.move(
+            return self.prepare(
                 claim,
                 riddle,
                 Queue.FAILED,
@@ -136,7 +211,7 @@ class Pipeline:
         reach("handled")
         return self._forward(claim, stage, outcome, time.monotonic() - started)
 
-    def _forward(self, claim: Claim, stage: str, outcome: Outcome, duration: float) -> Riddle:
+    def _forward(self, claim: Claim, stage: str, outcome: Outcome, duration: float) -> Move:
         riddle = outcome.riddle
         if "retry_at" in riddle.extensions():
             riddle.extensions()["retry_at"] = None
@@ -144,7 +219,7 @@ class Pipeline:
             self._add_children(riddle, outcome.children)
         if outcome.to is not Queue.FAILED:
             riddle.error = None
-        return self.move(
+        return self.prepare(
             claim,
             riddle,
             outcome.to,
@@ -169,7 +244,7 @@ class Pipeline:
 
     def _retry_later(
         self, claim: Claim, riddle: Riddle, stage: str, exc: Exception, duration: float
-    ) -> Riddle:
+    ) -> Move:
         error = _describe(exc)
         attempts = dict(riddle.extensions().get("attempts") or {})
         attempts[stage] = int(attempts.get(stage, 0)) + 1
@@ -178,11 +253,13 @@ class Pipeline:
         outcome = "timeout" if "timed out" in error else "error"
         if delay is None:
             error = f"{stage} failed after {attempts[stage]} attempts: {error}"
-            return self.move(
+            return self.prepare(
                 claim, riddle, Queue.FAILED, stage, outcome, error=error, duration=duration
             )
         riddle.extensions()["retry_at"] = time.time() + delay
-        return self.move(claim, riddle, claim.queue, stage, outcome, error=error, duration=duration)
+        return self.prepare(
+            claim, riddle, claim.queue, stage, outcome, error=error, duration=duration
+        )
 
     # -- parents --------------------------------------------------------------------------
 

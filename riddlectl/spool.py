@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import abc
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,6 +31,7 @@ class Claim:
     queue: Queue
     abandoned: int = 0  # claims of this riddle whose agent died before finishing, in a row
     token: Any = field(default=None, repr=False)  # the backend's lock handle
+    open: bool = True  # until committed, released or deleted
 
 
 @dataclass(frozen=True)
@@ -84,9 +85,18 @@ class Spool(abc.ABC):
         """Atomically store `riddle` in `to` (rev + 1), remove it from the claim's queue,
         and release the claim. Returns the stored document."""
 
+    def commit_many(self, moves: Sequence[tuple[Claim, Riddle, Queue]]) -> list[Riddle]:
+        """`commit` each (claim, riddle, to), as one group where the spool can (one flush
+        of the disk for all). On an error, the claims not yet committed stay open."""
+        return [self.commit(claim, riddle, to) for claim, riddle, to in moves]
+
     def begin(self, claim: Claim) -> None:  # noqa: B027 - optional hook, no-op by default
         """Mark a claimed riddle as being handled: if the holder dies before committing or
         releasing, the next claim counts one abandoned claim (poison detection)."""
+
+    def handled(self, claim: Claim) -> None:  # noqa: B027 - optional hook, no-op by default
+        """Mark the handling of a claimed riddle as over, its commit still to come: the
+        holder dying now is not the riddle's fault (see `begin`)."""
 
     @abc.abstractmethod
     def release(self, claim: Claim) -> None:
