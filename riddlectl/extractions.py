@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import time
 from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
@@ -23,7 +24,8 @@ from riddlectl.locks import Lock
 
 SCHEMA_VERSION = 1
 MAKE_WAIT = 600.0  # seconds to wait for another agent making the same extraction
-KEPT = 1024  # extractions kept in memory per store
+KEPT = 1024  # extractions (and data file keys) kept in memory per store
+SETTLED = 1.0  # seconds a data file must be unchanged before its key is remembered
 # A path this store wrote: content-addressed, so what it holds never changes.
 OWN_PATH = re.compile(r"cache/extractions/[0-9a-f]{64}\.[0-9a-f]{12}\.json")
 
@@ -34,11 +36,28 @@ class ExtractionStore:
         self.dir = self.root / "cache" / "extractions"
         self.durable = durable
         self._kept: OrderedDict[str, bytes] = OrderedDict()
+        self._file_keys: OrderedDict[tuple[Any, ...], str] = OrderedDict()
 
     def key(self, content: bytes, extractor: str, version: str) -> str:
         digest = hashlib.sha256(content).hexdigest()
         who = hashlib.sha256(f"{extractor}\0{version}".encode()).hexdigest()[:12]
         return f"{digest}.{who}"
+
+    def file_key(self, info: os.stat_result, extractor: str, version: str) -> str | None:
+        """The key of a data file's content, if this store saw the file as it is now."""
+        return self._file_keys.get(_identity(info, extractor, version))
+
+    def note_file_key(self, info: os.stat_result, extractor: str, version: str, key: str) -> None:
+        """Remember `key` for the file `info` describes, so it is not read and hashed again.
+
+        As `make` and git do: a file modified within a clock tick of its last change could
+        keep its size and times, so only files unchanged for `SETTLED` seconds are noted.
+        """
+        if time.time() - max(info.st_mtime, info.st_ctime) < SETTLED:
+            return
+        self._file_keys[_identity(info, extractor, version)] = key
+        if len(self._file_keys) > KEPT:
+            self._file_keys.popitem(last=False)
 
     def relative(self, key: str) -> str:
         return f"cache/extractions/{key}.json"
@@ -93,6 +112,18 @@ class ExtractionStore:
                 return handle.read()
         except OSError:
             return None
+
+
+def _identity(info: os.stat_result, extractor: str, version: str) -> tuple[Any, ...]:
+    return (
+        info.st_dev,
+        info.st_ino,
+        info.st_size,
+        info.st_mtime_ns,
+        info.st_ctime_ns,
+        extractor,
+        version,
+    )
 
 
 def envelope(

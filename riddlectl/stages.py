@@ -100,19 +100,29 @@ def extract(riddle: Riddle, ctx: StageContext) -> Outcome:
 
 def _extract_item(riddle: Riddle, index: int, item: DataItem, ctx: StageContext) -> str:
     where, field_name = riddle.id or "riddle", f"data[{index}].file_plain"
-    path = datafiles.resolve(ctx.data_dir, item.file_plain, where, field_name)
-    content = datafiles.read(path, item.type, ctx.max_data_bytes, where, field_name)
+    path, info = datafiles.resolve_stat(ctx.data_dir, item.file_plain, where, field_name)
     handler = next((h for h in ctx.handlers if h.supports(item.type)), None)
     if handler is None:
         raise InvalidData(
             f"no extractor for type {item.type!r}", where=where, field=f"data[{index}].type"
         )
-    key = ctx.store.key(content, handler.name, handler.version)
+    content: bytes | None = None
+
+    def read() -> bytes:
+        nonlocal content
+        if content is None:
+            content = datafiles.read(path, item.type, ctx.max_data_bytes, where, field_name)
+        return content
+
+    key = ctx.store.file_key(info, handler.name, handler.version)
+    if key is None:
+        key = ctx.store.key(read(), handler.name, handler.version)
+        ctx.store.note_file_key(info, handler.name, handler.version, key)
 
     def make() -> dict[str, Any]:
-        job = ctx.job(riddle, "extract", item_index=index, item_path=path)
+        job = ctx.job(riddle, "extract", item_index=index, item_path=Path(path))
         found = _answer(call(handler, job), handler)
-        return envelope(item.file_plain, content, handler.name, handler.version, found)
+        return envelope(item.file_plain, read(), handler.name, handler.version, found)
 
     return ctx.store.get_or_make(key, make)
 

@@ -77,6 +77,7 @@ def prepare(
     """Validated riddles with ids and timestamps; `InvalidDocument`/`InvalidData` on the first
     problem, before anything is written."""
     riddles, seen = [], set()
+    checked: set[tuple[str, str]] = set()  # data files already found good, by (path, type)
     now = time.time()
     for where, obj in parsed:
         size = len(orjson.dumps(obj))
@@ -93,6 +94,8 @@ def prepare(
             raise InvalidDocument(f"id {riddle.id!r} is given twice", where=where, field="id")
         seen.add(riddle.id)
         for index, item in enumerate(riddle.data):
+            if (item.file_plain, item.type) in checked:
+                continue
             datafiles.check(
                 settings.data_dir,
                 item.file_plain,
@@ -101,6 +104,7 @@ def prepare(
                 where,
                 f"data[{index}].file_plain",
             )
+            checked.add((item.file_plain, item.type))
         if priority is not None:
             riddle.priority = priority
         riddle.created = now
@@ -116,6 +120,7 @@ def submit(pipeline: Pipeline, riddles: list[Riddle]) -> list[str]:
     for riddle in riddles:
         pipeline.record(riddle, "submit", None, route(riddle), "ok", rev=1)
     pipeline.spool.add(riddles)
-    for riddle in riddles:
-        pipeline.events.append({**riddle.history[-1], "to": route(riddle).value})
+    pipeline.events.append_many(
+        [{**riddle.history[-1], "to": route(riddle).value} for riddle in riddles]
+    )
     return [riddle.id or "" for riddle in riddles]
