@@ -29,7 +29,10 @@ from riddlectl.queues import INBOX, Queue
 from riddlectl.stages import StageContext
 
 IDLE_POLL = 1.0  # seconds between rescans when nothing wakes the loop
-CONTENDED_PAUSE = 0.002  # seconds before looking again at riddles another agent held
+# Seconds before looking again at riddles another agent held, doubling while they stay
+# held: the usual holder is the previous stage finishing its commit (a directory flush,
+# about 0.2 ms, after the rename that woke us), the rare one a peer still handling it.
+CONTENDED_PAUSES = (0.0002, 0.0005, 0.001, 0.002)
 MIN_PAUSE = 0.02  # first idle pause of `run --once`, doubling up to IDLE_POLL
 SWEEP_EVERY = 1.0  # seconds between sweeps of waiting/ for parents to resume
 BATCH = 8  # riddles claimed at once per stage
@@ -155,6 +158,7 @@ def run_workers(
     def loop(index: int, worker: Worker) -> None:
         worker.stop = stop
         pause = MIN_PAUSE
+        contended = 0  # looks in a row that found riddles held by others
         while not stop.is_set():
             with lock:
                 busy[index] += 1
@@ -176,13 +180,15 @@ def run_workers(
             if on_tick is not None:
                 on_tick()
             if handled:
-                pause = MIN_PAUSE
+                pause, contended = MIN_PAUSE, 0
                 continue
             if worker.contended:
                 # Their holder is moving them on right now (our wake-up came from its
                 # rename): look again in a moment rather than after a full idle pause.
-                stop.wait(CONTENDED_PAUSE)
+                stop.wait(CONTENDED_PAUSES[min(contended, len(CONTENDED_PAUSES) - 1)])
+                contended += 1
                 continue
+            contended = 0
             if once and _finished(workers, busy, lock, idle_rounds):
                 stop.set()
                 break

@@ -28,6 +28,9 @@ class Lock:
     def __init__(self, path: Path | str) -> None:
         self.path = str(path)
         self.fd: int | None = None
+        # Size of the record while we hold the lock (None: not known yet), so that no
+        # truncate is made that would change nothing: each is a journaled metadata change.
+        self._size: int | None = None
 
     def try_acquire(self) -> bool:
         """Take the lock if it is free; never waits."""
@@ -45,7 +48,7 @@ class Lock:
             except FileNotFoundError:
                 same = False
             if same:
-                self.fd = fd
+                self.fd, self._size = fd, None
                 return True
             os.close(fd)
 
@@ -71,16 +74,23 @@ class Lock:
 
     def read_record(self) -> bytes:
         assert self.fd is not None
-        return os.pread(self.fd, RECORD_LIMIT, 0)
+        record = os.pread(self.fd, RECORD_LIMIT, 0)
+        self._size = len(record) if len(record) < RECORD_LIMIT else None
+        return record
 
     def write_record(self, data: bytes) -> None:
         assert self.fd is not None
-        os.ftruncate(self.fd, 0)
-        os.pwrite(self.fd, data[:RECORD_LIMIT], 0)
+        data = data[:RECORD_LIMIT]
+        os.pwrite(self.fd, data, 0)
+        if self._size is None or self._size > len(data):
+            os.ftruncate(self.fd, len(data))
+        self._size = len(data)
 
     def clear_record(self) -> None:
         assert self.fd is not None
-        os.ftruncate(self.fd, 0)
+        if self._size != 0:
+            os.ftruncate(self.fd, 0)
+            self._size = 0
 
     def __enter__(self) -> Lock:
         self.acquire(timeout=10)
