@@ -15,15 +15,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from watchdog.events import (
-    FileClosedEvent,
-    FileCreatedEvent,
-    FileMovedEvent,
-    FileSystemEvent,
-    FileSystemEventHandler,
-)
-from watchdog.observers import Observer
-
+from riddlectl import wakeups
 from riddlectl.pipeline import Pipeline
 from riddlectl.queues import INBOX, Queue
 from riddlectl.stages import StageContext
@@ -36,7 +28,6 @@ CONTENDED_PAUSES = (0.0002, 0.0005, 0.001, 0.002)
 MIN_PAUSE = 0.02  # first idle pause of `run --once`, doubling up to IDLE_POLL
 SWEEP_EVERY = 1.0  # seconds between sweeps of waiting/ for parents to resume
 BATCH = 8  # riddles claimed at once per stage
-ARRIVALS = [FileCreatedEvent, FileMovedEvent, FileClosedEvent]
 
 
 @dataclass
@@ -108,36 +99,6 @@ class DiskTrouble:
         self.failures = 0
 
 
-class Waker(FileSystemEventHandler):
-    """Sets an event when a file arrives in or changes in a watched inbox."""
-
-    def __init__(self, event: threading.Event) -> None:
-        self.event = event
-
-    # Reads (open, close-without-write) are our own claims scanning the inbox: waking on
-    # them would spin the loop.
-    WAKING = frozenset({"created", "moved", "modified", "closed"})
-
-    def on_any_event(self, event: FileSystemEvent) -> None:
-        if event.event_type in self.WAKING:
-            self.event.set()
-
-
-def watch(directories: Iterable[Path], wake: threading.Event) -> Observer | None:
-    observer = Observer()
-    handler = Waker(wake)
-    for directory in directories:
-        if directory.is_dir():
-            # Only arrivals: the kernel then does not report every open and read of the
-            # inbox (our own claims), which cost watchdog's thread CPU for each one.
-            observer.schedule(handler, str(directory), recursive=False, event_filter=ARRIVALS)
-    try:
-        observer.start()
-    except OSError:  # inotify limits reached: polling alone still works
-        return None
-    return observer
-
-
 def run_workers(
     workers: list[Worker],
     *,
@@ -148,7 +109,7 @@ def run_workers(
 ) -> None:
     """Run workers in threads until `stop` is set, or (with `once`) until nothing can move."""
     wake = threading.Event()
-    observer = watch(watch_dirs, wake)
+    watching = wakeups.watch(watch_dirs, wake)
     busy = [0] * len(workers)
     lock = threading.Lock()
     idle_rounds = [0]
@@ -210,9 +171,8 @@ def run_workers(
                 thread.join(0.2)
     finally:
         stop.set()
-        if observer is not None:
-            observer.stop()
-            observer.join(2)
+        if watching is not None:
+            watching.stop()
 
 
 def _finished(

@@ -9,9 +9,10 @@ bench spool:
   a temp file (and `fsync`s it), renames it into the next directory (and `fsync`s that
   directory), then unlinks the source. Riddles go through their four transitions one
   after another; the figure is riddles/s and the time of one transition.
-- `inotify_wakeup`: the time from a `rename` into a watched directory to the watchdog
-  `Observer` thread running the event handler (the way an idle agent is woken), median
-  over a few dozen samples with a short pause between them so each one is a cold wake.
+- `inotify_wakeup`: the time from a `rename` into a watched directory to a thread
+  waiting for it running again, woken through `wakeups.watch` (the way an idle agent is
+  woken), median over a few dozen samples with a short pause between them so each one
+  is a cold wake.
 
 - `file_create_us`: the mean cost of creating a new file (inode) there, which on some
   filesystems outweighs fsync and explains why spools that create fewer files win.
@@ -30,8 +31,8 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from watchdog.events import FileSystemEvent, FileSystemEventHandler
-from watchdog.observers import Observer
+
+from riddlectl import wakeups
 
 DIRS = ("incoming", "extracted", "solved", "validated", "done")
 CREATE_SAMPLES = 200
@@ -102,41 +103,24 @@ def file_create_us(root: Path, samples: int = CREATE_SAMPLES) -> float:
     return round((time.perf_counter() - started) * 1e6 / samples, 1)
 
 
-class _Stamp(FileSystemEventHandler):
-    """Records when the observer thread sees the file named `expect` arrive."""
-
-    def __init__(self) -> None:
-        self.expect = ""
-        self.seen_at = 0.0
-        self.arrived = threading.Event()
-
-    def on_any_event(self, event: FileSystemEvent) -> None:
-        path = event.dest_path if event.event_type == "moved" else event.src_path
-        if os.fsdecode(path).endswith(self.expect) and not self.arrived.is_set():
-            self.seen_at = time.perf_counter()
-            self.arrived.set()
-
-
 def inotify_wakeup(root: Path, samples: int = 50) -> dict[str, Any]:
-    """Median ms from `rename` into a watched directory to the handler running."""
+    """Median ms from `rename` into a watched directory to a thread waiting on it running."""
     watched, staging = root / "watched", root / "staging"
     watched.mkdir(parents=True, exist_ok=True)
     staging.mkdir(parents=True, exist_ok=True)
-    stamp = _Stamp()
-    observer = Observer()
-    observer.schedule(stamp, str(watched), recursive=False)
-    observer.start()
+    wake = threading.Event()
+    watching = wakeups.watch([watched], wake)
     delays: list[float] = []
     try:
         time.sleep(0.05)
         for index in range(samples):
-            delay = _one_wakeup(stamp, staging, watched, f"w{index}.json")
+            delay = _one_wakeup(wake, staging, watched, f"w{index}.json")
             if delay is not None:
                 delays.append(delay)
             time.sleep(0.005)
     finally:
-        observer.stop()
-        observer.join(2)
+        if watching is not None:
+            watching.stop()
     median = statistics.median(delays) if delays else None
     return {
         "samples": len(delays),
@@ -145,15 +129,14 @@ def inotify_wakeup(root: Path, samples: int = 50) -> dict[str, Any]:
     }
 
 
-def _one_wakeup(stamp: _Stamp, staging: Path, watched: Path, name: str) -> float | None:
+def _one_wakeup(wake: threading.Event, staging: Path, watched: Path, name: str) -> float | None:
     (staging / name).write_bytes(b"{}")
-    stamp.expect, stamp.seen_at = name, 0.0
-    stamp.arrived.clear()
+    wake.clear()
     started = time.perf_counter()
     os.rename(staging / name, watched / name)
-    if not stamp.arrived.wait(2.0):
+    if not wake.wait(2.0):
         return None
-    return stamp.seen_at - started
+    return time.perf_counter() - started
 
 
 def measure(
