@@ -18,7 +18,7 @@ import itertools
 import os
 import sys
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from riddlectl.crashpoints import reach
@@ -135,6 +135,25 @@ def write_many(
     and each destination directory is flushed once. Eight files cost about what two
     cost written one by one. If anything fails before the renames, nothing is renamed.
     """
+    sync_dirs(publish(files, tmp_dir, durable=durable, checkpoints=checkpoints))
+
+
+def sync_dirs(directories: Iterable[str]) -> None:
+    """Flush directories `publish` renamed files into: the renames are durable after."""
+    for directory in directories:
+        fsync_dir(directory)
+
+
+def publish(
+    files: Sequence[tuple[Path | str, bytes]],
+    tmp_dir: Path | str,
+    *,
+    durable: bool = True,
+    checkpoints: bool = False,
+) -> list[str]:
+    """`write_many` up to the renames: the files are flushed and in place, their
+    directories not yet; returns those directories, for `sync_dirs` (none when not
+    durable). A spool uses the gap to let go of its locks before the last flush."""
     check = reach if checkpoints else _nothing
     tmp_dir = str(tmp_dir)
     staged: list[tuple[int, str, str]] = []  # (fd, temp path, destination)
@@ -167,10 +186,10 @@ def write_many(
             for _, left, _ in staged[index:]:
                 _unlink(left)
             raise
-    if durable:
-        for directory in dict.fromkeys(os.path.dirname(dest) or "." for _, _, dest in staged):
-            fsync_dir(directory)
     check("renamed")
+    if not durable:
+        return []
+    return list(dict.fromkeys(os.path.dirname(dest) or "." for _, _, dest in staged))
 
 
 def _flush(fds: list[int]) -> None:
