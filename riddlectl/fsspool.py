@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from stat import S_ISREG
 
 import orjson
 
@@ -23,11 +24,11 @@ from riddlectl import atomic, documents
 from riddlectl.crashpoints import reach
 from riddlectl.errors import DuplicateId, InvalidDocument, UnknownRiddle
 from riddlectl.identity import Actor
-from riddlectl.inbox import Inbox, ignored, list_files
+from riddlectl.inbox import Header, Inbox, ignored, list_files
 from riddlectl.locks import Lock
 from riddlectl.models import ID_RE, Riddle
 from riddlectl.queues import LAYOUT_DIRS, Queue, route
-from riddlectl.spool import Claim, Corrupt, Spool, retry_at, stamp
+from riddlectl.spool import Claim, Corrupt, Spool, order_key, retry_at, stamp
 
 DROP_IN_GRACE = 5.0
 ADD_GROUP = 64  # riddles stored per group commit by `add` (each holds a lock meanwhile)
@@ -242,16 +243,19 @@ class FsSpool(Spool):
     def claim(self, queue: Queue, limit: int = 1, now: float | None = None) -> list[Claim]:
         now = time.time() if now is None else now
         inbox = self._inboxes.setdefault(queue, Inbox(str(self.dir(queue))))
-        backlog = inbox.candidates(now)
+        backlog = inbox.candidates(now, limit)
         claims: list[Claim] = []
         self.contended = 0
         while backlog and len(claims) < limit:
-            claim = self._try_claim(queue, backlog.popleft())
+            claim = self._try_claim(queue, backlog.popleft(), inbox, now)
             if claim is not None:
                 claims.append(claim)
+        claims.sort(key=lambda c: order_key(c.riddle))  # a small backlog comes unordered
         return claims
 
-    def _try_claim(self, queue: Queue, name: str) -> Claim | None:
+    def _try_claim(
+        self, queue: Queue, name: str, inbox: Inbox | None = None, now: float | None = None
+    ) -> Claim | None:
         stem = name.removesuffix(".json")
         lock_name = stem if ID_RE.fullmatch(stem) and name.endswith(".json") else _hashed(name)
         lock = self.lock(lock_name)
@@ -259,41 +263,64 @@ class FsSpool(Spool):
             self.contended += 1
             return None
         try:
-            return self._claim_locked(queue, name, stem, lock)
+            return self._claim_locked(queue, name, stem, lock, inbox, now)
         except BaseException:
             lock.release()
             raise
 
-    def _claim_locked(self, queue: Queue, name: str, stem: str, lock: Lock) -> Claim | None:
+    def _claim_locked(
+        self,
+        queue: Queue,
+        name: str,
+        stem: str,
+        lock: Lock,
+        inbox: Inbox | None,
+        now: float | None,
+    ) -> Claim | None:
         path = f"{self._dirs[queue]}/{name}"
         try:
-            riddle = self._read_claimed(queue, name, stem, path)
+            riddle, inode = self._read_claimed(queue, name, stem, path)
         except FileNotFoundError:  # moved on by another agent between listing and locking
-            riddle = None
-        if riddle is None or retry_at(riddle) > time.time():
-            lock.release()  # gone, set aside, still being written, or not due yet
+            riddle, inode = None, 0
+        if riddle is None:
+            lock.release()  # gone, set aside, or still being written
+            return None
+        due = retry_at(riddle)
+        if due > (time.time() if now is None else now):
+            lock.release()
+            if inbox is not None:  # not due yet: not read again until it is
+                inbox.note(Header.of(name, inode, riddle.priority, riddle.created, due))
             return None
         if name != f"{riddle.id}.json":
             lock.release()
             return self._adopt(queue, name, riddle)
         return self._open_claim(queue, riddle, path, lock)
 
-    def _read_claimed(self, queue: Queue, name: str, stem: str, path: str) -> Riddle | None:
-        """The document at `path`, or None after setting an unreadable one aside (a young
-        drop-in that does not parse is left alone: it may still be being written)."""
+    def _read_claimed(
+        self, queue: Queue, name: str, stem: str, path: str
+    ) -> tuple[Riddle | None, int]:
+        """The document at `path` and its inode, or None after setting an unreadable one
+        aside (a young drop-in that does not parse is left alone: it may be being written)."""
         where = f"{queue.value}/{name}"
-        with open(path, "rb") as handle:
-            raw = handle.read(documents.MAX_DOCUMENT_BYTES + 1)  # never more than the limit
-            mtime = os.fstat(handle.fileno()).st_mtime
+        # O_NONBLOCK: a FIFO put in place of the file since the scan must not hang us.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
         try:
-            return documents.parse(raw, where, default_id=stem)
+            info = os.fstat(fd)
+            regular = S_ISREG(info.st_mode)
+            raw = _read_bounded(fd, documents.MAX_DOCUMENT_BYTES + 1) if regular else None
+        finally:
+            os.close(fd)
+        try:
+            if raw is None:
+                raise InvalidDocument("not a regular file", where=where)
+            return documents.parse(raw, where, default_id=stem), info.st_ino
         except InvalidDocument as exc:
-            if queue is Queue.INCOMING and time.time() - mtime < self.drop_in_grace:
-                return None
+            if queue is Queue.INCOMING and time.time() - info.st_mtime < self.drop_in_grace:
+                return None, info.st_ino
             self.set_aside(queue, name, str(exc))
         except Exception as exc:
             self.set_aside(queue, name, f"{where}: unreadable: {type(exc).__name__}: {exc}")
-        return None
+        return None, info.st_ino
 
     def _open_claim(self, queue: Queue, riddle: Riddle, path: str, lock: Lock) -> Claim | None:
         # Duplicates are looked for on every claim (a stat per queue): a crash between the
@@ -417,6 +444,18 @@ def _abandoned(record: bytes) -> int:
         return int(orjson.loads(record).get("abandoned", 0))
     except (ValueError, AttributeError, TypeError):
         return 0
+
+
+def _read_bounded(fd: int, limit: int) -> bytes:
+    """At most `limit` bytes of a regular file: whole, when it is shorter."""
+    chunks, size = [], 0
+    while size < limit:
+        chunk = os.read(fd, limit - size)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+    return b"".join(chunks)
 
 
 def _listdir(directory: Path) -> list[str]:

@@ -72,6 +72,17 @@ def test_claim_order_is_priority_then_oldest(spool: Spool) -> None:
     assert order == ["urgent", "old", "new"]
 
 
+def test_claims_taken_one_at_a_time_keep_the_order(spool: Spool) -> None:
+    # A backlog larger than the claim is ordered before claiming, a small one after.
+    spool.add([riddle(f"r{n}", created=float(10 - n), priority=n % 2) for n in range(6)])
+    order = [spool.claim(Queue.INCOMING, limit=2) for _ in range(3)]
+    assert [[c.riddle.id for c in claims] for claims in order] == [
+        ["r5", "r3"],
+        ["r1", "r4"],
+        ["r2", "r0"],
+    ]
+
+
 def test_claim_skips_riddles_not_yet_due(spool: Spool) -> None:
     spool.add([riddle("later", retry_at=2000.0), riddle("now", retry_at=10.0)])
     assert [c.riddle.id for c in spool.claim(Queue.INCOMING, limit=5, now=1000.0)] == ["now"]
