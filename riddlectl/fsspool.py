@@ -120,7 +120,9 @@ class FsSpool(Spool):
         finally:
             for lock in locks:
                 lock.release()
-        atomic.sync_dirs(unflushed)  # after the locks: agents woken by the renames go on
+        # Flushed after the locks go, so agents woken by the renames need not wait; safe,
+        # as nothing was removed, and the ids are printed only once this returns.
+        atomic.sync_dirs(unflushed)
 
     def _anywhere(self, riddle_id: str) -> bool:
         return any(os.path.exists(self._file(q, riddle_id)) for q in Queue)
@@ -138,7 +140,10 @@ class FsSpool(Spool):
 
     def commit_many(self, moves: Sequence[tuple[Claim, Riddle, Queue]]) -> list[Riddle]:
         stamped = [(claim, stamp(riddle), to) for claim, riddle, to in moves]
-        unflushed = self._store_many([(to, riddle) for _, riddle, to in stamped])
+        # The renames are made durable before any source goes: a filesystem without a
+        # journal (this project's own ext4 has none) may write a directory's removal back
+        # before another's addition, and a crash between the two would lose the riddle.
+        atomic.sync_dirs(self._store_many([(to, riddle) for _, riddle, to in stamped]))
         for claim, riddle, to in stamped:
             token: _Token = claim.token
             if token.path != self._file(to, riddle.id or ""):
@@ -147,11 +152,6 @@ class FsSpool(Spool):
         for claim, _, _ in moves:
             self._end_claim(claim)
         reach("lock-released")
-        # The directories are flushed last, after the locks are let go, so the next stage,
-        # woken by the renames, does not wait for this flush. A crash before it cannot
-        # lose a riddle where the filesystem journals metadata in order (ext4, XFS, btrfs):
-        # a source's removal is never durable before the rename that preceded it.
-        atomic.sync_dirs(unflushed)
         return [riddle for _, riddle, _ in stamped]
 
     def release(self, claim: Claim) -> None:
