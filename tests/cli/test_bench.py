@@ -80,6 +80,7 @@ def test_reference_ratios_and_targets(outcome: dict[str, Any]) -> None:
         assert reference[mode]["transition_ms"] > 0
     assert reference["inotify_wakeup"]["median_ms"] > 0
     assert reference["file_create_us"] > 0
+    assert reference["file_create_us_at_start"] > 0
     ratios = outcome["ratios"]
     assert ratios["throughput"] > 0
     assert ratios["latency_p50"] > 0
