@@ -13,6 +13,7 @@ import os
 import stat
 from pathlib import Path
 
+from riddlectl.documents import read_at_most
 from riddlectl.errors import InvalidData
 
 TEXT_TYPES = frozenset({"text", "csv", "json"})
@@ -86,9 +87,11 @@ def read(
     path: Path | str, item_type: str, max_bytes: int, where: str = "data", field: str = "file_plain"
 ) -> bytes:
     """The content of a resolved data file, refusing oversize and (for text) non-UTF-8."""
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-    with os.fdopen(fd, "rb") as handle:
-        content = handle.read(max_bytes + 1)
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        content = read_at_most(fd, max_bytes + 1, os.fstat(fd).st_size)
+    finally:
+        os.close(fd)
     if len(content) > max_bytes:
         raise InvalidData(
             f"{os.path.basename(path)} is over the {max_bytes}-byte limit", where=where, field=field

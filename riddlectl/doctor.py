@@ -76,7 +76,11 @@ def _all_ids(spool: FsSpool) -> dict[str, Queue]:
 
 def _lock_files(spool: FsSpool) -> list[os.DirEntry[str]]:
     with os.scandir(spool.root / "locks") as entries:
-        return [e for e in entries if e.name.endswith(".lock") and not e.name.startswith("_")]
+        return [e for e in entries if _is_lock_file(e.name)]
+
+
+def _is_lock_file(name: str) -> bool:
+    return name.endswith(".lock") and not name.startswith("_")
 
 
 def _stale_locks(spool: FsSpool, fix: bool) -> list[Finding]:
@@ -152,12 +156,16 @@ def _tmp_leftovers(spool: FsSpool, fix: bool) -> list[Finding]:
 def stale_claims(spool: FsSpool) -> list[str]:
     """Ids whose claim record outlived a commit to a final queue (the holder died after
     committing, before clearing it): nobody will claim them again to tidy up."""
-    present = _all_ids(spool)
+    # Streamed, with a look at the queues only for the few records left: every agent
+    # does this when it starts, in a spool of maybe 100,000 lock files.
     stale = []
-    for entry in _lock_files(spool):
-        riddle_id = entry.name.removesuffix(".lock")
-        if entry.stat().st_size and present.get(riddle_id, Queue.DONE) in FINAL:
-            stale.append(riddle_id)
+    with os.scandir(spool.root / "locks") as entries:
+        for entry in entries:
+            if not _is_lock_file(entry.name) or not entry.stat().st_size:
+                continue
+            riddle_id = entry.name.removesuffix(".lock")
+            if not any(spool.holds(queue, riddle_id) for queue in Queue if queue not in FINAL):
+                stale.append(riddle_id)
     return stale
 
 

@@ -16,7 +16,6 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from stat import S_ISREG
 
 import orjson
 
@@ -289,7 +288,7 @@ class FsSpool(Spool):
         if due > (time.time() if now is None else now):
             lock.release()
             if inbox is not None:  # not due yet: not read again until it is
-                inbox.note(Header.of(name, inode, riddle.priority, riddle.created, due))
+                inbox.note(Header(name, inode, riddle.priority, riddle.created or 0.0, due))
             return None
         if name != f"{riddle.id}.json":
             lock.release()
@@ -302,14 +301,7 @@ class FsSpool(Spool):
         """The document at `path` and its inode, or None after setting an unreadable one
         aside (a young drop-in that does not parse is left alone: it may be being written)."""
         where = f"{queue.value}/{name}"
-        # O_NONBLOCK: a FIFO put in place of the file since the scan must not hang us.
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-        try:
-            info = os.fstat(fd)
-            regular = S_ISREG(info.st_mode)
-            raw = _read_bounded(fd, documents.MAX_DOCUMENT_BYTES + 1) if regular else None
-        finally:
-            os.close(fd)
+        raw, info = documents.read_raw(path)
         try:
             if raw is None:
                 raise InvalidDocument("not a regular file", where=where)
@@ -444,18 +436,6 @@ def _abandoned(record: bytes) -> int:
         return int(orjson.loads(record).get("abandoned", 0))
     except (ValueError, AttributeError, TypeError):
         return 0
-
-
-def _read_bounded(fd: int, limit: int) -> bytes:
-    """At most `limit` bytes of a regular file: whole, when it is shorter."""
-    chunks, size = [], 0
-    while size < limit:
-        chunk = os.read(fd, limit - size)
-        if not chunk:
-            break
-        chunks.append(chunk)
-        size += len(chunk)
-    return b"".join(chunks)
 
 
 def _listdir(directory: Path) -> list[str]:

@@ -266,3 +266,24 @@ def test_read_only_spool_backs_off(cli: Cli, settings: Settings, small_disk: Pat
     _, err = agent.communicate(timeout=30)
     assert "Read-only file system" in err.decode()
     assert spool.find(riddle_id)[1].solution.solution == "150"
+
+
+def test_a_starting_agent_clears_claim_records_of_final_riddles_only(
+    settings: Settings,
+) -> None:
+    # An agent that died after committing to a final queue leaves its claim record behind; one
+    # that died while handling leaves one on a riddle still in flight, which must stay
+    # (it counts the abandoned claims of a poison riddle).
+    finished, in_flight = submit_docs(
+        settings,
+        example_doc(status={"extract": {"required": False}, "validate": {"required": False}}),
+        example_doc(),
+    )
+    summary = run(settings, once=True, stages=["solve", "manage"])
+    assert summary.failed == [finished]  # final (unsolvable without its extractions)
+    locks = Path(settings.spool) / "locks"
+    for riddle_id in (finished, in_flight):
+        (locks / f"{riddle_id}.lock").write_bytes(b"1 host 123 0.0\n")
+    run(settings, once=True, stages=["validate"])  # starts an agent, which finds no work
+    assert (locks / f"{finished}.lock").stat().st_size == 0
+    assert (locks / f"{in_flight}.lock").read_bytes() == b"1 host 123 0.0\n"

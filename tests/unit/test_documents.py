@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import orjson
 import pytest
 
@@ -99,3 +101,19 @@ def test_submission_forms() -> None:
     assert len(documents.split_submission(one + b"\n" + one + b"\n", "-")) == 2
     with pytest.raises(InvalidDocument, match=r"-:2: not valid JSON"):
         documents.split_submission(one + b"\n{oops\n", "-")
+
+
+def test_read_raw_reads_whole_files_and_stops_at_the_limit(tmp_path) -> None:
+    small, big = tmp_path / "small.json", tmp_path / "big.json"
+    small.write_bytes(b'{"id": "a"}')
+    big.write_bytes(b"x" * 100_000)
+    assert documents.read_raw(str(small))[0] == b'{"id": "a"}'
+    raw, info = documents.read_raw(str(big), limit=70_001)
+    assert (len(raw), info.st_size) == (70_001, 100_000)
+
+
+def test_read_raw_does_not_wait_on_a_fifo(tmp_path) -> None:
+    fifo = tmp_path / "r.json"
+    os.mkfifo(fifo)
+    raw, _ = documents.read_raw(str(fifo))  # would block forever without O_NONBLOCK
+    assert raw is None
