@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import heapq
 import os
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,7 +24,7 @@ from riddlectl import atomic, documents
 from riddlectl.crashpoints import reach
 from riddlectl.errors import DuplicateId, InvalidDocument, UnknownRiddle
 from riddlectl.identity import Actor
-from riddlectl.inbox import Header, Inbox, ignored, list_files
+from riddlectl.inbox import Header, Inbox, ignored, iter_files, list_files
 from riddlectl.locks import Lock
 from riddlectl.models import ID_RE, Riddle
 from riddlectl.queues import LAYOUT_DIRS, Queue, route
@@ -212,18 +213,17 @@ class FsSpool(Spool):
 
     def recent(self, limit: int, queues: Iterable[Queue] = tuple(Queue)) -> list[tuple[Queue, str]]:
         # Modification times, not documents: every commit writes a new file, and a stat is
-        # far cheaper than a parse on a spool of 100,000 riddles.
-        found = []
-        for queue in queues:
-            for entry in self._names(queue):
-                try:
-                    found.append(
-                        (entry.stat().st_mtime_ns, queue, entry.name.removesuffix(".json"))
-                    )
-                except FileNotFoundError:
-                    continue
-        found.sort(reverse=True)
-        return [(q, riddle_id) for _, q, riddle_id in found[:limit]]
+        # far cheaper than a parse. Streamed: on a spool of 100,000 riddles a list of
+        # stat'ed directory entries alone took 100 MB.
+        def stamped() -> Iterator[tuple[int, Queue, str]]:
+            for queue in queues:
+                for entry in iter_files(str(self.dir(queue))):
+                    try:
+                        yield entry.stat().st_mtime_ns, queue, entry.name.removesuffix(".json")
+                    except FileNotFoundError:
+                        continue
+
+        return [(queue, riddle_id) for _, queue, riddle_id in heapq.nlargest(limit, stamped())]
 
     def corrupt_files(self) -> list[Corrupt]:
         out = []

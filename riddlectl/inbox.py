@@ -32,10 +32,10 @@ def ignored(name: str) -> bool:
 
 
 def list_files(directory: str) -> list[os.DirEntry[str]]:
-    return list(_files(directory))
+    return list(iter_files(directory))
 
 
-def _files(directory: str) -> Iterator[os.DirEntry[str]]:
+def iter_files(directory: str) -> Iterator[os.DirEntry[str]]:
     try:
         with os.scandir(directory) as entries:
             yield from (e for e in entries if not ignored(e.name) and e.is_file())
@@ -102,7 +102,7 @@ class Inbox:
         headers: dict[str, Header] = {}
         unread: list[tuple[str, int]] = []
         size = 0
-        for entry in _files(self.directory):  # streamed: no list of 20,000 DirEntries
+        for entry in iter_files(self.directory):  # streamed: no list of 20,000 DirEntries
             size += 1
             cached = self.headers.get(entry.name)
             if cached is not None and cached.inode == entry.inode():
