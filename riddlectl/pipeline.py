@@ -131,14 +131,9 @@ class Pipeline:
         outcome: str,
         *,
         error: str | None = None,
-        duration: float | None = None,
-        declined: Sequence[str] = (),
     ) -> Riddle:
-        """Commit `riddle` to `to` now, alone (see `prepare`)."""
-        move = self.prepare(
-            claim, riddle, to, stage, outcome, error=error, duration=duration, declined=declined
-        )
-        return self.commit([move])[0]
+        """Commit `riddle` to `to` now, alone (see `prepare`): commands, resumed parents."""
+        return self.commit([self.prepare(claim, riddle, to, stage, outcome, error=error)])[0]
 
     # -- handling -------------------------------------------------------------------------
 
