@@ -175,7 +175,7 @@ def clear_claim(spool: FsSpool, riddle_id: str) -> bool:
     if not lock.try_acquire():
         return False
     try:
-        lock.clear_record()
+        lock.drop_record()
     finally:
         lock.release()
     return True

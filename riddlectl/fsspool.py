@@ -27,7 +27,7 @@ from riddlectl.identity import Actor
 from riddlectl.inbox import Header, Inbox, ignored, iter_files, list_files
 from riddlectl.locks import Lock
 from riddlectl.models import ID_RE, Riddle
-from riddlectl.queues import LAYOUT_DIRS, Queue, route
+from riddlectl.queues import FINAL, LAYOUT_DIRS, Queue, route
 from riddlectl.spool import Claim, Corrupt, Spool, order_key, retry_at, stamp
 
 DROP_IN_GRACE = 5.0
@@ -149,8 +149,8 @@ class FsSpool(Spool):
             if token.path != self._file(to, riddle.id or ""):
                 atomic.recycle(token.path, self.tmp_dir)
         reach("source-removed")
-        for claim, _, _ in moves:
-            self._end_claim(claim)
+        for claim, _, to in moves:
+            self._end_claim(claim, final=to in FINAL)
         reach("lock-released")
         return [riddle for _, riddle, _ in stamped]
 
@@ -160,15 +160,18 @@ class FsSpool(Spool):
     def delete(self, claim: Claim) -> None:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(claim.token.path)
-        self._end_claim(claim)
+        self._end_claim(claim, final=True)
 
-    def _end_claim(self, claim: Claim) -> None:
+    def _end_claim(self, claim: Claim, *, final: bool = False) -> None:
         if not claim.open:
             return
         claim.open = False
         token: _Token = claim.token
         try:
-            token.lock.clear_record()
+            if final:
+                token.lock.drop_record()
+            else:
+                token.lock.clear_record()
         finally:  # on a read-only spool the record stays, but the lock must go
             token.lock.release()
 
@@ -353,7 +356,10 @@ class FsSpool(Spool):
             if other is not best[0]:
                 self._path(other, riddle.id or "").unlink(missing_ok=True)
         # Two copies mean the dead holder's commit was complete: nothing was abandoned.
-        lock.clear_record()
+        if best[0] in FINAL:
+            lock.drop_record()
+        else:
+            lock.clear_record()
         return riddle if best[0] is queue else None
 
     def dedupe(self, riddle_id: str, wait: float = 5.0) -> bool:
