@@ -255,9 +255,7 @@ class FsSpool(Spool):
         claims.sort(key=lambda c: order_key(c.riddle))  # a small backlog comes unordered
         return claims
 
-    def _try_claim(
-        self, queue: Queue, name: str, inbox: Inbox | None = None, now: float | None = None
-    ) -> Claim | None:
+    def _try_claim(self, queue: Queue, name: str, inbox: Inbox, now: float) -> Claim | None:
         stem = name.removesuffix(".json")
         lock_name = stem if ID_RE.fullmatch(stem) and name.endswith(".json") else _hashed(name)
         lock = self.lock(lock_name)
@@ -271,13 +269,7 @@ class FsSpool(Spool):
             raise
 
     def _claim_locked(
-        self,
-        queue: Queue,
-        name: str,
-        stem: str,
-        lock: Lock,
-        inbox: Inbox | None,
-        now: float | None,
+        self, queue: Queue, name: str, stem: str, lock: Lock, inbox: Inbox, now: float
     ) -> Claim | None:
         path = f"{self._dirs[queue]}/{name}"
         try:
@@ -288,10 +280,9 @@ class FsSpool(Spool):
             lock.release()  # gone, set aside, or still being written
             return None
         due = retry_at(riddle)
-        if due > (time.time() if now is None else now):
-            lock.release()
-            if inbox is not None:  # not due yet: not read again until it is
-                inbox.note(Header(name, inode, riddle.priority, riddle.created or 0.0, due))
+        if due > now:
+            lock.release()  # not due yet: not read again until it is
+            inbox.note(Header(name, inode, riddle.priority, riddle.created or 0.0, due))
             return None
         if name != f"{riddle.id}.json":
             lock.release()
