@@ -17,6 +17,7 @@ class ExitCode(IntEnum):
     USAGE = 2
     UNKNOWN_ID = 3
     TIMEOUT = 4
+    SPOOL_UNUSABLE = 5
 
 
 class RiddleError(Exception):
@@ -53,6 +54,15 @@ class UnknownRiddle(RiddleError):
 
 class WaitTimeout(RiddleError):
     exit_code = ExitCode.TIMEOUT
+
+
+class SpoolUnusable(RiddleError):
+    """The spool cannot be used: missing, not a spool, not readable or writable, disk full.
+
+    Raised before anything is changed, or after an atomic step that left nothing half-done.
+    """
+
+    exit_code = ExitCode.SPOOL_UNUSABLE
 
 
 class ConfigError(RiddleError):
