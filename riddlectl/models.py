@@ -129,8 +129,28 @@ class Riddle(_Open):
 
 
 def riddle_json_schema() -> dict[str, Any]:
-    """The JSON Schema of the canonical document, as `riddlectl schema` prints it."""
+    """The JSON Schema of the canonical document, as `riddlectl schema` prints it.
+
+    It carries every constraint the validator enforces, so that a tool validating with
+    it agrees with `submit`: the id pattern (also for `parent_id` and `sub_ids`) and the
+    shapes of the typed answer specs.
+    """
+    from riddlectl.answers import answer_schema
+
     schema = Riddle.model_json_schema(by_alias=True)
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["title"] = "riddle"
+    props = schema["properties"]
+    for name in ("id", "parent_id"):
+        props[name]["anyOf"] = [ID_SCHEMA, {"type": "null"}]
+    props["sub_ids"]["items"] = ID_SCHEMA
+    answer = answer_schema()
+    schema["$defs"].update(answer.pop("$defs", {}))
+    spec = schema["$defs"]["RiddleSpec"]["properties"]["answer"]
+    spec["anyOf"] = [answer, {"type": "null"}]
     return schema
+
+
+# `(?![\s\S])` rather than `$`: validators written in Python match patterns with
+# `re.search`, where `$` also matches before a final newline ("a\n" would pass).
+ID_SCHEMA = {"type": "string", "pattern": f"^{ID_PATTERN}(?![\\s\\S])"}
