@@ -27,6 +27,7 @@ from riddlectl.queues import Queue
 def _acting(ctx: typer.Context, command: str) -> Any:
     settings = resolve(ctx)
     spool = runtime.open_spool(settings, create=False)
+    spool.on_wait = _say_waiting  # a command waiting on an agent says so, not stays silent
     return runtime.pipeline(settings, spool, actor(command))
 
 
@@ -44,7 +45,6 @@ def _each(pipeline: Any, command: str, ids: list[str], act: Callable[[str], str]
         typer.echo(f"riddlectl: {exc}", err=True)
     if refused:
         raise typer.Exit(max(int(exc.exit_code) for exc in refused))
-    pipeline.spool.on_wait = _say_waiting
     worst = 0
     for riddle_id in ids:
         try:
