@@ -2,27 +2,71 @@
 
 Each action claims the riddle by id (waiting briefly for an agent that holds it), changes
 it, and commits it with one history entry and one event whose `stage` is the command.
+A command given several ids asks `refusals` first, and acts on none if any is refused.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
-from riddlectl.errors import InvalidDocument
+from riddlectl.errors import InvalidDocument, RiddleError, UnknownRiddle
 from riddlectl.models import Riddle
 from riddlectl.pipeline import Pipeline
 from riddlectl.queues import FINAL, INBOX, Queue, route
+from riddlectl.spool import Spool, unknown
 
 RETRY_STEPS = ("extract", "solve", "validate")
+
+
+def _why_not_hold(queue: Queue) -> str | None:
+    if queue in FINAL or queue is Queue.HOLD:
+        return f"cannot hold: it is in {queue.value}/"
+    return None
+
+
+def _why_not_release(queue: Queue) -> str | None:
+    return None if queue is Queue.HOLD else f"not held: it is in {queue.value}/"
+
+
+def _why_not_retry(queue: Queue) -> str | None:
+    return None if queue in FINAL else f"cannot retry: it is in {queue.value}/, not final"
+
+
+_WHY_NOT: dict[str, Callable[[Queue], str | None]] = {
+    "hold": _why_not_hold,
+    "release": _why_not_release,
+    "retry": _why_not_retry,
+    "cancel": lambda queue: None,  # a final riddle is left as it is
+}
+
+
+def refusals(spool: Spool, command: str, ids: Iterable[str]) -> list[RiddleError]:
+    """Why `command` (hold, release, retry, cancel) cannot act on each of `ids` as the
+    spool stands now, in the order given; empty when it can act on every one.
+
+    An agent may still move a riddle between this check and the action: the action checks
+    again under the riddle's lock.
+    """
+    out: list[RiddleError] = []
+    for riddle_id in ids:
+        found = spool.find(riddle_id)
+        if found is None:
+            out.append(unknown(riddle_id))
+            continue
+        why = _WHY_NOT[command](found[0])
+        if why is not None:
+            out.append(InvalidDocument(why, where=riddle_id))
+    return out
 
 
 def hold(pipeline: Pipeline, riddle_id: str) -> Queue:
     """Park a riddle in `hold/`, remembering where it was; returns that queue."""
     claim = pipeline.spool.claim_id(riddle_id)
-    if claim.queue in FINAL or claim.queue is Queue.HOLD:
+    why = _why_not_hold(claim.queue)
+    if why is not None:
         pipeline.spool.release(claim)
-        raise InvalidDocument(f"cannot hold: it is in {claim.queue.value}/", where=riddle_id)
+        raise InvalidDocument(why, where=riddle_id)
     riddle = claim.riddle.model_copy(deep=True)
     riddle.extensions()["held_from"] = claim.queue.value
     pipeline.move(claim, riddle, Queue.HOLD, "hold", "ok")
@@ -32,9 +76,10 @@ def hold(pipeline: Pipeline, riddle_id: str) -> Queue:
 def release(pipeline: Pipeline, riddle_id: str) -> Queue:
     """Put a held riddle back where it was; returns that queue."""
     claim = pipeline.spool.claim_id(riddle_id)
-    if claim.queue is not Queue.HOLD:
+    why = _why_not_release(claim.queue)
+    if why is not None:
         pipeline.spool.release(claim)
-        raise InvalidDocument(f"not held: it is in {claim.queue.value}/", where=riddle_id)
+        raise InvalidDocument(why, where=riddle_id)
     riddle = claim.riddle.model_copy(deep=True)
     held_from = riddle.extensions().pop("held_from", None)
     to = Queue(held_from) if held_from in {q.value for q in Queue} else route(riddle)
@@ -45,13 +90,19 @@ def release(pipeline: Pipeline, riddle_id: str) -> Queue:
 def cancel(pipeline: Pipeline, riddle_id: str) -> list[str]:
     """Move a riddle and its sub-riddles (recursively) to `failed/` with error `cancelled`.
 
-    Riddles already final are left as they are. Returns the ids that were cancelled.
+    Riddles already final are left as they are, and sub-riddles already purged are
+    skipped. Returns the ids that were cancelled.
     """
     cancelled: list[str] = []
     pending = [riddle_id]
     while pending:
         current = pending.pop()
-        claim = pipeline.spool.claim_id(current)
+        try:
+            claim = pipeline.spool.claim_id(current)
+        except UnknownRiddle:
+            if current == riddle_id:
+                raise
+            continue
         pending += claim.riddle.sub_ids
         if claim.queue in FINAL:
             pipeline.spool.release(claim)
@@ -137,7 +188,10 @@ def purge(pipeline: Pipeline, queues: Iterable[Queue], older_than: float) -> lis
         for riddle in list(pipeline.spool.iter_queue(queue)):
             if (riddle.updated or 0) > cutoff:
                 continue
-            claim = pipeline.spool.claim_id(riddle.id or "")
+            try:
+                claim = pipeline.spool.claim_id(riddle.id or "")
+            except UnknownRiddle:  # purged meanwhile by another command
+                continue
             if claim.queue is queue:
                 pipeline.spool.delete(claim)
                 pipeline.events.append(

@@ -102,11 +102,12 @@ def actor(command: str) -> Actor:
 
 
 def read_ids(ids: list[str]) -> list[str]:
-    """Ids from arguments, where `-` stands for whitespace-separated ids on stdin."""
+    """Ids from arguments, where `-` stands for whitespace-separated ids on stdin; an id
+    given twice is kept once, where it first came."""
     out = []
     for value in ids:
         out += sys.stdin.read().split() if value == "-" else [value]
-    return out
+    return list(dict.fromkeys(out))
 
 
 def main() -> None:

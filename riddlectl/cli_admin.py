@@ -27,14 +27,24 @@ from riddlectl.queues import Queue
 def _acting(ctx: typer.Context, command: str) -> Any:
     settings = resolve(ctx)
     spool = runtime.open_spool(settings, create=False)
+    spool.on_wait = _say_waiting  # a command waiting on an agent says so, not stays silent
     return runtime.pipeline(settings, spool, actor(command))
 
 
 IdsArg = Annotated[list[str] | None, typer.Argument(help="Riddle ids (- reads them from stdin).")]
 
 
-def _each(ids: list[str], act: Callable[[str], str]) -> None:
-    """Apply `act` to every id, reporting each; exit with the worst error's code."""
+def _each(pipeline: Any, command: str, ids: list[str], act: Callable[[str], str]) -> None:
+    """Apply `act` to every id, reporting each; exit with the worst error's code.
+
+    Every id is checked first: when one is unknown or cannot be acted on, each such is
+    reported and nothing is done (exit 3 if one is unknown, else 2).
+    """
+    refused = admin.refusals(pipeline.spool, command, ids)
+    for exc in refused:
+        typer.echo(f"riddlectl: {exc}", err=True)
+    if refused:
+        raise typer.Exit(max(int(exc.exit_code) for exc in refused))
     worst = 0
     for riddle_id in ids:
         try:
@@ -47,6 +57,10 @@ def _each(ids: list[str], act: Callable[[str], str]) -> None:
             worst = max(worst, int(ExitCode.TIMEOUT))
     if worst:
         raise typer.Exit(worst)
+
+
+def _say_waiting(riddle_id: str) -> None:
+    typer.echo(f"riddlectl: {riddle_id}: waiting for the agent handling it…", err=True)
 
 
 @app.command()
@@ -72,7 +86,12 @@ def retry(
     wanted = read_ids(ids or [])
     if failed or not wanted:
         wanted += [i for i in admin.failed_ids(pipeline) if i not in wanted]
-    _each(wanted, lambda i: f"{i}\t{admin.retry(pipeline, i, from_step, reset_trials).value}")
+    _each(
+        pipeline,
+        "retry",
+        wanted,
+        lambda i: f"{i}\t{admin.retry(pipeline, i, from_step, reset_trials).value}",
+    )
 
 
 @app.command()
@@ -80,7 +99,7 @@ def retry(
 def hold(ctx: typer.Context, ids: IdsArg = None) -> None:
     """Park riddles in hold/."""
     pipeline = _acting(ctx, "hold")
-    _each(read_ids(ids or []), lambda i: f"{i}\t{admin.hold(pipeline, i).value}")
+    _each(pipeline, "hold", read_ids(ids or []), lambda i: f"{i}\t{admin.hold(pipeline, i).value}")
 
 
 @app.command()
@@ -88,7 +107,12 @@ def hold(ctx: typer.Context, ids: IdsArg = None) -> None:
 def release(ctx: typer.Context, ids: IdsArg = None) -> None:
     """Put held riddles back where they were."""
     pipeline = _acting(ctx, "release")
-    _each(read_ids(ids or []), lambda i: f"{i}\t{admin.release(pipeline, i).value}")
+    _each(
+        pipeline,
+        "release",
+        read_ids(ids or []),
+        lambda i: f"{i}\t{admin.release(pipeline, i).value}",
+    )
 
 
 @app.command()
@@ -96,7 +120,9 @@ def release(ctx: typer.Context, ids: IdsArg = None) -> None:
 def cancel(ctx: typer.Context, ids: IdsArg = None) -> None:
     """Move riddles and their sub-riddles to failed/ with error `cancelled`."""
     pipeline = _acting(ctx, "cancel")
-    _each(read_ids(ids or []), lambda i: "\n".join(admin.cancel(pipeline, i)) or i)
+    _each(
+        pipeline, "cancel", read_ids(ids or []), lambda i: "\n".join(admin.cancel(pipeline, i)) or i
+    )
 
 
 @app.command()

@@ -2,10 +2,11 @@
 
 Findings: duplicates (an id in two queues), stale locks (lock files of riddles no longer
 in the spool), orphaned sub-riddles (a parent that is gone), parents waiting on children
-that are gone or final, leftovers in `tmp/`, files in `corrupt/`. `fix` repairs what is
-safe: the newer copy of a duplicate wins, stale locks and old temp files are removed,
-orphans are detached, waiting parents are resumed. Corrupt files are only reported: a
-person decides what they were.
+that are gone or final, leftovers in `tmp/`, files in `corrupt/`, and strays: what is not
+a regular file in a queue directory that no agent takes from (an agent sets those of its
+inbox aside). `fix` repairs what is safe: the newer copy of a duplicate wins, stale locks
+and old temp files are removed, orphans are detached, waiting parents are resumed.
+Corrupt files and strays are only reported: a person decides what they were.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from pathlib import Path
 from riddlectl import atomic
 from riddlectl.fsspool import FsSpool
 from riddlectl.identity import hostname
+from riddlectl.inbox import iter_entries, kind_of
 from riddlectl.pipeline import Pipeline
 from riddlectl.queues import FINAL, Queue
 
@@ -50,6 +52,22 @@ def examine(pipeline: Pipeline, fix: bool = False) -> list[Finding]:
     findings += _stale_claims(spool, fix)
     findings += _family(pipeline, fix)
     findings += [Finding("corrupt", c.name, c.reason) for c in spool.corrupt_files()]
+    findings += _strays(spool)
+    return findings
+
+
+def _strays(spool: FsSpool) -> list[Finding]:
+    """Entries of queue directories that are not regular files: no riddles, so neither
+    counted nor listed, and in a queue no agent takes from, never set aside."""
+    findings = []
+    for queue in Queue:
+        for entry in iter_entries(str(spool.dir(queue))):
+            if entry.is_file(follow_symlinks=False):  # the entry's type: no stat
+                continue
+            kind = kind_of(entry.stat(follow_symlinks=False).st_mode)
+            if kind is not None:
+                subject = f"{queue.value}/{entry.name}"
+                findings.append(Finding("stray", subject, f"not a regular file ({kind})"))
     return findings
 
 

@@ -37,8 +37,9 @@ def read_at_most(fd: int, limit: int, size: int) -> bytes:
 
 def read_raw(path: str, limit: int = MAX_DOCUMENT_BYTES + 1) -> tuple[bytes | None, os.stat_result]:
     """At most `limit` bytes of the file at `path`, and its `fstat`; no bytes (None) when
-    it is not a regular file. O_NONBLOCK: a FIFO put in the file's place is not waited on."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    it is not a regular file. O_NONBLOCK: a FIFO put in the file's place is not waited on;
+    O_NOFOLLOW: a symbolic link is refused (OSError), not read through."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOFOLLOW)
     try:
         info = os.fstat(fd)
         if not S_ISREG(info.st_mode):

@@ -4,7 +4,10 @@ Claims are `flock`s on `locks/ID.lock` (see `locks`), so they die with their pro
 While a riddle is being handled its lock file holds the claim record (the owner); finding
 a record when claiming means the previous holder died, which counts toward the poison
 limit and is the only case in which a duplicate left by a crash between two steps can
-exist. Lock files are kept, not created and deleted per claim.
+exist. Lock files are kept, not created and deleted per claim, but only for riddles the
+spool holds: a lock file taken for a name that turns out to hold no riddle (an unknown id, a
+drop-in stored under another id or set aside, a purged riddle, a refused submit) is removed
+before it is let go, so that `doctor` finds none left over.
 """
 
 from __future__ import annotations
@@ -22,13 +25,32 @@ import orjson
 
 from riddlectl import atomic, documents
 from riddlectl.crashpoints import reach
-from riddlectl.errors import DuplicateId, InvalidDocument, UnknownRiddle
+from riddlectl.errors import DuplicateId, InvalidDocument
 from riddlectl.identity import Actor
-from riddlectl.inbox import Header, Inbox, ignored, iter_files, list_files
+from riddlectl.ids import new_id
+from riddlectl.inbox import (
+    Header,
+    Inbox,
+    drop_in_stem,
+    ignored,
+    iter_files,
+    kind_of,
+    list_files,
+)
 from riddlectl.locks import Lock
 from riddlectl.models import ID_RE, Riddle
 from riddlectl.queues import FINAL, LAYOUT_DIRS, Queue, route
-from riddlectl.spool import Claim, Corrupt, Spool, order_key, retry_at, stamp
+from riddlectl.spool import (
+    WAIT_NOTICE,
+    Claim,
+    Corrupt,
+    Spool,
+    busy,
+    order_key,
+    retry_at,
+    stamp,
+    unknown,
+)
 
 DROP_IN_GRACE = 5.0
 ADD_GROUP = 64  # riddles stored per group commit by `add` (each holds a lock meanwhile)
@@ -80,6 +102,17 @@ class FsSpool(Spool):
     def lock(self, name: str) -> Lock:
         return Lock(f"{self._locks}/{name}.lock")
 
+    def _let_go(self, lock: Lock, riddle_id: str | None) -> None:
+        """Release a lock taken for `riddle_id` (None: for a file name that is no id),
+        removing its file first unless the spool holds that riddle. Safe under the lock:
+        whoever opened the old file finds it unlinked once they hold it, and takes anew."""
+        try:
+            if riddle_id is None or not self._anywhere(riddle_id):
+                with contextlib.suppress(OSError):  # tidying: never a reason to fail
+                    os.unlink(lock.path)
+        finally:
+            lock.release()
+
     # -- writing ----------------------------------------------------------------------
 
     def _store(self, queue: Queue, riddle: Riddle) -> None:
@@ -106,26 +139,34 @@ class FsSpool(Spool):
     def _add_group(self, riddles: list[Riddle], queue: Queue | None) -> None:
         # Locked while checked and stored, so two submitters of one id cannot both win;
         # stored as one group commit, so 64 riddles cost a few disk flushes, not 128.
-        locks: list[Lock] = []
+        locks: list[tuple[Lock, str]] = []
         unflushed: list[str] = []
+        stored = False
         try:
             for riddle in riddles:
                 lock = self.lock(riddle.id or "")
                 if not lock.acquire(timeout=10):
                     raise TimeoutError(f"{riddle.id}: still locked after 10 s")
-                locks.append(lock)
+                locks.append((lock, riddle.id or ""))
                 if self._anywhere(riddle.id or ""):
                     raise DuplicateId("id already in the spool", where=riddle.id, field="id")
             unflushed = self._store_many([(queue or route(r), stamp(r)) for r in riddles])
+            stored = True
         finally:
-            for lock in locks:
-                lock.release()
+            for lock, riddle_id in locks:
+                if stored:
+                    lock.release()
+                else:  # refused, or the disk is full: no lock file for an id never stored
+                    self._let_go(lock, riddle_id)
         # Flushed after the locks go, so agents woken by the renames need not wait; safe,
         # as nothing was removed, and the ids are printed only once this returns.
         atomic.sync_dirs(unflushed)
 
     def _anywhere(self, riddle_id: str) -> bool:
-        return any(os.path.exists(self._file(q, riddle_id)) for q in Queue)
+        """Whether a queue holds `riddle_id` (False for what is no valid id)."""
+        return ID_RE.fullmatch(riddle_id) is not None and any(
+            os.path.exists(self._file(q, riddle_id)) for q in Queue
+        )
 
     def refuse_duplicates(self, riddles: Iterable[Riddle]) -> None:
         seen: set[str] = set()
@@ -160,7 +201,9 @@ class FsSpool(Spool):
     def delete(self, claim: Claim) -> None:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(claim.token.path)
-        self._end_claim(claim, final=True)
+        if claim.open:  # the riddle is gone: so is its lock file
+            claim.open = False
+            self._let_go(claim.token.lock, claim.riddle.id or "")
 
     def _end_claim(self, claim: Claim, *, final: bool = False) -> None:
         if not claim.open:
@@ -181,6 +224,7 @@ class FsSpool(Spool):
         return list_files(str(self.dir(queue)))
 
     def ids(self, queue: Queue) -> list[str]:
+        """Names of the regular files of a queue, less `.json`; anything else is no riddle."""
         return [e.name.removesuffix(".json") for e in self._names(queue)]
 
     def holds(self, queue: Queue, riddle_id: str) -> bool:
@@ -211,8 +255,9 @@ class FsSpool(Spool):
         return queue, riddle
 
     def counts(self) -> dict[Queue, int]:
-        # Names only: no stat per file, for `status` on a spool of 100,000.
-        return {q: sum(not ignored(n) for n in _listdir(self.dir(q))) for q in Queue}
+        # Regular files only, told by the directory entry's type: no stat per file, for
+        # `status` on a spool of 100,000. A FIFO or a directory dropped in is no riddle.
+        return {q: sum(1 for _ in iter_files(str(self.dir(q)))) for q in Queue}
 
     def recent(self, limit: int, queues: Iterable[Queue] = tuple(Queue)) -> list[tuple[Queue, str]]:
         # Modification times, not documents: every commit writes a new file, and a stat is
@@ -256,9 +301,10 @@ class FsSpool(Spool):
         return claims
 
     def _try_claim(self, queue: Queue, name: str, inbox: Inbox, now: float) -> Claim | None:
-        stem = name.removesuffix(".json")
-        lock_name = stem if ID_RE.fullmatch(stem) and name.endswith(".json") else _hashed(name)
-        lock = self.lock(lock_name)
+        # Locked by the id its name gives, the one the riddle has unless its document says
+        # otherwise; a name that gives none by a hash of it (never a valid id).
+        stem = drop_in_stem(name)
+        lock = self.lock(stem or _hashed(name))
         if not lock.try_acquire():
             self.contended += 1
             return None
@@ -269,7 +315,7 @@ class FsSpool(Spool):
             raise
 
     def _claim_locked(
-        self, queue: Queue, name: str, stem: str, lock: Lock, inbox: Inbox, now: float
+        self, queue: Queue, name: str, stem: str | None, lock: Lock, inbox: Inbox, now: float
     ) -> Claim | None:
         path = f"{self._dirs[queue]}/{name}"
         try:
@@ -277,7 +323,7 @@ class FsSpool(Spool):
         except FileNotFoundError:  # moved on by another agent between listing and locking
             riddle, inode = None, 0
         if riddle is None:
-            lock.release()  # gone, set aside, or still being written
+            self._let_go(lock, stem)  # gone, set aside, or still being written
             return None
         due = retry_at(riddle)
         if due > now:
@@ -285,21 +331,33 @@ class FsSpool(Spool):
             inbox.note(Header(name, inode, riddle.priority, riddle.created or 0.0, due))
             return None
         if name != f"{riddle.id}.json":
-            lock.release()
-            return self._adopt(queue, name, riddle)
+            return self._adopt(queue, name, riddle, lock, stem)
         return self._open_claim(queue, riddle, path, lock)
 
     def _read_claimed(
-        self, queue: Queue, name: str, stem: str, path: str
+        self, queue: Queue, name: str, stem: str | None, path: str
     ) -> tuple[Riddle | None, int]:
         """The document at `path` and its inode, or None after setting an unreadable one
-        aside (a young drop-in that does not parse is left alone: it may be being written)."""
+        aside (a young drop-in that does not parse is left alone: it may be being written).
+        What is not a regular file is set aside at once, and never opened to wait on."""
         where = f"{queue.value}/{name}"
-        raw, info = documents.read_raw(path)
         try:
-            if raw is None:
-                raise InvalidDocument("not a regular file", where=where)
-            return documents.parse(raw, where, default_id=stem), info.st_ino
+            raw, info = documents.read_raw(path)
+        except FileNotFoundError:
+            raise
+        except OSError:  # a socket or a symbolic link cannot be opened as read_raw does
+            kind = kind_of(os.lstat(path).st_mode)
+            if kind is None:
+                raise  # a regular file that cannot be read now: not the file's fault
+            self.set_aside(queue, name, f"{where}: not a regular file ({kind})")
+            return None, 0
+        if raw is None:
+            kind = kind_of(info.st_mode)
+            self.set_aside(queue, name, f"{where}: not a regular file ({kind})")
+            return None, info.st_ino
+        try:
+            # A stem that is no valid id gives way to a generated id, as `submit` gives one.
+            return documents.parse(raw, where, default_id=stem or new_id()), info.st_ino
         except InvalidDocument as exc:
             if queue is Queue.INCOMING and time.time() - info.st_mtime < self.drop_in_grace:
                 return None, info.st_ino
@@ -366,11 +424,18 @@ class FsSpool(Spool):
         finally:
             lock.release()
 
-    def _adopt(self, queue: Queue, name: str, riddle: Riddle) -> Claim | None:
-        """A drop-in named other than `ID.json`: store it under its id, then claim that."""
+    def _adopt(
+        self, queue: Queue, name: str, riddle: Riddle, name_lock: Lock, stem: str | None
+    ) -> Claim | None:
+        """A drop-in named other than `ID.json`: store it under its id, then claim that.
+
+        The lock of its name is held throughout (it is the id's own lock when the id came
+        from the name), so no other agent adopts the same file meanwhile.
+        """
         riddle_id = riddle.id or ""
-        lock = self.lock(riddle_id)
-        if not lock.try_acquire():
+        lock = name_lock if riddle_id == stem else self.lock(riddle_id)
+        if lock is not name_lock and not lock.try_acquire():
+            self._let_go(name_lock, stem)
             return None
         try:
             if self._anywhere(riddle_id):
@@ -378,29 +443,45 @@ class FsSpool(Spool):
                     queue, name, f"{queue.value}/{name}: id {riddle_id!r} is already in the spool"
                 )
                 lock.release()
+                if lock is not name_lock:
+                    self._let_go(name_lock, stem)
                 return None
+            riddle.extensions()["dropped_as"] = name  # how to find a riddle given an id
             self._store(queue, riddle)
             (self.dir(queue) / name).unlink(missing_ok=True)
-            return self._open_claim(queue, riddle, self._file(queue, riddle_id), lock)
         except BaseException:
             lock.release()
+            name_lock.release()
             raise
+        if lock is not name_lock:
+            self._let_go(name_lock, stem)
+        return self._open_claim(queue, riddle, self._file(queue, riddle_id), lock)
 
     def claim_id(self, riddle_id: str, wait: float = 5.0) -> Claim:
-        if not ID_RE.fullmatch(riddle_id):
-            raise UnknownRiddle("not a valid riddle id", where=riddle_id[:60])
+        if not self._anywhere(riddle_id):  # before any lock file is made for it
+            raise unknown(riddle_id)
         lock = self.lock(riddle_id)
-        if not lock.acquire(wait):
-            raise TimeoutError(f"{riddle_id}: busy, claimed by an agent")
+        if not self._acquire(lock, riddle_id, wait):
+            raise busy(riddle_id, wait)
         found = self.find(riddle_id)
-        if found is None:
-            lock.release()
-            raise UnknownRiddle("no such riddle in the spool", where=riddle_id)
+        if found is None:  # gone meanwhile (purged)
+            self._let_go(lock, riddle_id)
+            raise unknown(riddle_id)
         queue, riddle = found
         claim = self._open_claim(queue, riddle, self._file(queue, riddle_id), lock)
         if claim is None:  # lost to a newer copy that appeared meanwhile: try once more
             return self.claim_id(riddle_id, wait)
         return claim
+
+    def _acquire(self, lock: Lock, riddle_id: str, wait: float) -> bool:
+        """Take a riddle's lock within `wait` s, telling `on_wait` once it takes long."""
+        if lock.acquire(min(wait, WAIT_NOTICE)):
+            return True
+        if wait <= WAIT_NOTICE:
+            return False
+        if self.on_wait is not None:
+            self.on_wait(riddle_id)
+        return lock.acquire(wait - WAIT_NOTICE)
 
     def set_aside(self, queue: Queue, name: str, reason: str) -> None:
         """Move an unreadable file to `corrupt/`, with `NAME.reason` beside it."""
@@ -433,10 +514,3 @@ def _abandoned(record: bytes) -> int:
         return int(orjson.loads(record).get("abandoned", 0))
     except (ValueError, AttributeError, TypeError):
         return 0
-
-
-def _listdir(directory: Path) -> list[str]:
-    try:
-        return os.listdir(directory)
-    except FileNotFoundError:
-        return []

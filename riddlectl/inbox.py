@@ -13,6 +13,7 @@ claim reads every file anyway and orders what it took (the common case at low lo
 from __future__ import annotations
 
 import os
+import stat
 import time
 from collections import deque
 from collections.abc import Iterator
@@ -21,6 +22,7 @@ from dataclasses import dataclass
 import orjson
 
 from riddlectl.documents import MAX_DOCUMENT_BYTES, read_raw
+from riddlectl.models import ID_RE
 
 RESCAN = 0.25  # seconds a backlog is trusted before the directory is listed again
 UNREADABLE = 2**62  # the priority of a file whose header cannot be read: it goes first
@@ -31,14 +33,46 @@ def ignored(name: str) -> bool:
     return name.startswith(".") or name.endswith(".tmp")
 
 
+def drop_in_stem(name: str) -> str | None:
+    """The id a file's name gives: its name less its last extension, whatever that is
+    (`notes.txt` → `notes`, `UPPER.JSON` → `UPPER`); None when that is no valid id."""
+    stem, _ = os.path.splitext(name)
+    return stem if ID_RE.fullmatch(stem) else None
+
+
+_KINDS = {
+    stat.S_IFIFO: "a FIFO",
+    stat.S_IFDIR: "a directory",
+    stat.S_IFSOCK: "a socket",
+    stat.S_IFLNK: "a symbolic link",
+    stat.S_IFCHR: "a device",
+    stat.S_IFBLK: "a device",
+}
+
+
+def kind_of(mode: int) -> str | None:
+    """What a file of `mode` is, said for a person; None for a regular file."""
+    if stat.S_ISREG(mode):
+        return None
+    return _KINDS.get(stat.S_IFMT(mode), "a special file")
+
+
 def list_files(directory: str) -> list[os.DirEntry[str]]:
     return list(iter_files(directory))
 
 
 def iter_files(directory: str) -> Iterator[os.DirEntry[str]]:
+    """The regular files of a directory, less ignored names: the riddles. Told by the
+    entry's type, without a stat; a symbolic link is not followed, and no riddle."""
+    return (e for e in iter_entries(directory) if e.is_file(follow_symlinks=False))
+
+
+def iter_entries(directory: str) -> Iterator[os.DirEntry[str]]:
+    """Every entry of a directory but ignored names, whatever its type: what a claim must
+    look at, if only to set aside what is not a riddle."""
     try:
         with os.scandir(directory) as entries:
-            yield from (e for e in entries if not ignored(e.name) and e.is_file())
+            yield from (e for e in entries if not ignored(e.name))
     except FileNotFoundError:
         return
 
@@ -102,7 +136,9 @@ class Inbox:
         headers: dict[str, Header] = {}
         unread: list[tuple[str, int]] = []
         size = 0
-        for entry in iter_files(self.directory):  # streamed: no list of 20,000 DirEntries
+        # Streamed: no list of 20,000 DirEntries. Every entry, not only regular files: a
+        # claim sets aside what is no riddle (a FIFO, a directory, a link).
+        for entry in iter_entries(self.directory):
             size += 1
             cached = self.headers.get(entry.name)
             if cached is not None and cached.inode == entry.inode():

@@ -10,10 +10,18 @@ import threading
 import time
 from collections.abc import Iterable
 
-from riddlectl.errors import UnknownRiddle
 from riddlectl.models import Riddle
 from riddlectl.queues import Queue, route
-from riddlectl.spool import Claim, Spool, order_key, retry_at, stamp
+from riddlectl.spool import (
+    WAIT_NOTICE,
+    Claim,
+    Spool,
+    busy,
+    order_key,
+    retry_at,
+    stamp,
+    unknown,
+)
 
 
 class MemorySpool(Spool):
@@ -48,14 +56,21 @@ class MemorySpool(Spool):
             return claims
 
     def claim_id(self, riddle_id: str, wait: float = 5.0) -> Claim:
-        deadline = time.monotonic() + wait
+        started = time.monotonic()
+        told = False
         with self._mutex:
             while riddle_id in self._claimed:
-                if not self._mutex.wait(max(0.0, deadline - time.monotonic())):
-                    raise TimeoutError(f"{riddle_id}: busy, claimed by an agent")
+                waited = time.monotonic() - started
+                if waited >= wait:
+                    raise busy(riddle_id, wait)
+                if waited >= WAIT_NOTICE and not told and self.on_wait is not None:
+                    told = True
+                    self.on_wait(riddle_id)
+                pause = wait - waited if told else min(wait, WAIT_NOTICE) - waited
+                self._mutex.wait(max(0.0, pause))
             found = self.find(riddle_id)
             if found is None:
-                raise UnknownRiddle("no such riddle in the spool", where=riddle_id)
+                raise unknown(riddle_id)
             self._claimed.add(riddle_id)
             queue, riddle = found
             return Claim(riddle.model_copy(deep=True), queue)

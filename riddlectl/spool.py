@@ -11,16 +11,18 @@ from __future__ import annotations
 
 import abc
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from riddlectl.errors import DuplicateId, UnknownRiddle
-from riddlectl.models import Riddle
+from riddlectl.models import ID_RE, Riddle
 from riddlectl.queues import Queue
 
 # Claims abandoned in a row (their agent died holding them) before the riddle is poison.
 DEFAULT_MAX_ABANDONED = 5
+# Seconds `claim_id` waits for a riddle's holder before it says so (`Spool.on_wait`).
+WAIT_NOTICE = 0.5
 
 
 @dataclass
@@ -53,6 +55,9 @@ class Spool(abc.ABC):
     # Riddles the last `claim` skipped because another agent held them (0 where claims
     # never contend across processes): the agent loop looks again soon when it is not 0.
     contended: int = 0
+    # Called with the id, once per `claim_id`, when that claim has waited `WAIT_NOTICE` s
+    # for the riddle's holder: how a command tells its user why it is silent.
+    on_wait: Callable[[str], None] | None = None
 
     @abc.abstractmethod
     def init(self) -> None:
@@ -75,9 +80,11 @@ class Spool(abc.ABC):
 
     @abc.abstractmethod
     def claim_id(self, riddle_id: str, wait: float = 5.0) -> Claim:
-        """Claim one riddle wherever it is, waiting up to `wait` s for its current holder.
+        """Claim one riddle wherever it is, waiting up to `wait` s for its current holder
+        (calling `on_wait` once past `WAIT_NOTICE` s).
 
-        `UnknownRiddle` when no queue has it; `TimeoutError` when it stays claimed.
+        `UnknownRiddle` when no queue has it; `TimeoutError` when it stays claimed. An
+        unknown id leaves nothing behind.
         """
 
     @abc.abstractmethod
@@ -144,7 +151,7 @@ class Spool(abc.ABC):
     def require(self, riddle_id: str) -> tuple[Queue, Riddle]:
         found = self.find(riddle_id)
         if found is None:
-            raise UnknownRiddle("no such riddle in the spool", where=riddle_id[:60])
+            raise unknown(riddle_id)
         return found
 
     def refuse_duplicates(self, riddles: Iterable[Riddle]) -> None:
@@ -154,6 +161,20 @@ class Spool(abc.ABC):
             if riddle.id in seen or self.find(riddle.id) is not None:
                 raise DuplicateId("id already in the spool", where=riddle.id, field="id")
             seen.add(riddle.id)
+
+
+def unknown(riddle_id: str) -> UnknownRiddle:
+    """The error for an id the spool does not hold; one that is not even a valid id is
+    shown quoted and escaped, so that it stays one bounded line."""
+    if ID_RE.fullmatch(riddle_id):
+        return UnknownRiddle("no such riddle in the spool", where=riddle_id)
+    return UnknownRiddle(
+        "no such riddle in the spool (not a valid riddle id)", where=repr(riddle_id[:60])
+    )
+
+
+def busy(riddle_id: str, wait: float) -> TimeoutError:
+    return TimeoutError(f"{riddle_id}: still handled by an agent after {wait:g} s")
 
 
 def stamp(riddle: Riddle, now: float | None = None) -> Riddle:

@@ -106,6 +106,29 @@ def test_claim_id_waits_for_the_holder(spool: Spool) -> None:
     assert spool.claim_id("a", wait=5).riddle.id == "a"
 
 
+def test_claim_id_says_once_that_it_waits(spool: Spool) -> None:
+    spool.add([riddle("a")])
+    told: list[str] = []
+    spool.on_wait = told.append
+    (held,) = spool.claim(Queue.INCOMING)
+    threading.Timer(0.8, spool.release, args=[held]).start()
+    assert spool.claim_id("a", wait=5).riddle.id == "a"
+    assert told == ["a"]
+    with pytest.raises(TimeoutError, match=r"^a: still handled by an agent after 0\.7 s$"):
+        spool.claim_id("a", wait=0.7)
+    assert told == ["a", "a"]
+    with pytest.raises(TimeoutError):
+        spool.claim_id("a", wait=0.2)  # given up before the notice is due
+    assert told == ["a", "a"]
+
+
+def test_claim_id_of_an_unknown_or_invalid_id_says_which(spool: Spool) -> None:
+    with pytest.raises(UnknownRiddle, match=r"^nope: no such riddle in the spool$"):
+        spool.claim_id("nope")
+    with pytest.raises(UnknownRiddle, match=r"^'\.\./x': no such riddle .*not a valid riddle id"):
+        spool.claim_id("../x")
+
+
 def test_unknown_fields_round_trip(spool: Spool) -> None:
     spool.add([riddle("a", custom={"keep": [1, 2]}, riddle_extra="x")])
     doc = spool.find("a")[1].to_json()
