@@ -39,12 +39,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
 
-from riddlectl.numbers import (
-    QUESTION_LANGS,
-    format_number,
-    parse_number,
-    question_word_number,
-)
+from riddlectl.numbers import format_number, parse_number
+from riddlectl.numberwords import QUESTION_LANGS, question_word_number
 
 MAX_QUESTION_CHARS = 10_000
 MAX_TOKENS = 5_000

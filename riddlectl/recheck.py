@@ -5,8 +5,8 @@ question character by character, turns it into reverse Polish notation with Dijk
 shunting-yard algorithm, and runs the RPN on a value stack with its own checked
 arithmetic.  What it shares is data, not code: the bound constants, the vocabulary
 tables (word operators, prefixes, symbol aliases), the exception classes, and
-:mod:`riddlectl.numbers` for literals.  A bug in one parser's precedence or grouping
-therefore shows up as a disagreement instead of being repeated.
+:mod:`riddlectl.numbers` and :mod:`riddlectl.numberwords` for literals.  A bug in one
+parser's precedence or grouping therefore shows up as a disagreement instead of being repeated.
 
 Semantics are the calculator's: ``^``/``**`` group from the right, unary minus binds
 looser than ``**`` (``-x ** 2`` is ``-(x ** 2)``) and tighter than ``*``, comparisons
@@ -32,7 +32,8 @@ from riddlectl.calculator import (
     CalcError,
     UnknownVariable,
 )
-from riddlectl.numbers import parse_number, question_word_number
+from riddlectl.numbers import parse_number
+from riddlectl.numberwords import question_word_number
 
 __all__ = ["recompute"]
 

@@ -266,3 +266,39 @@ def test_long_chains_do_not_recurse(op: str) -> None:
 def test_long_sign_runs_do_not_recurse() -> None:
     assert solve("-" * (MAX_TOKENS - 2) + "x") == "10"  # an even number of minus signs
     assert solve("-" * (MAX_TOKENS - 1) + "x") == "-10"
+
+
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [
+        ("two point five * x =", "25"),
+        ("x times three quarters", "7.5"),
+        ("three-quarters * x", "7.5"),
+        ("one half plus one half", "1"),
+        ("zwei Komma f\u00fcnf mal x", "25"),
+        ("minus two point five plus x", "7.5"),
+        ("drei Viertel mal x", "7.5"),
+        ("dreiviertel mal x", "7.5"),
+        ("ein halb mal x", "5"),
+        ("zweieinhalb mal x", "25"),
+        ("x plus two and a half", "12.5"),
+        ("x * one and three quarters", "17.5"),
+        ("x mal zehn Prozent", "1"),
+        ("What is two thirds of?", None),
+        ("x divided by one third", "30"),
+        ("x - one tenth", "9.9"),
+    ],
+)
+def test_number_words_beyond_integers(question: str, expected: str | None) -> None:
+    if expected is None:
+        with pytest.raises(CalcError):
+            solve(question)
+    else:
+        assert solve(question) == expected
+
+
+def test_one_letter_words_stay_names() -> None:
+    """text2num reads "o" as zero; in a question a lone letter is always a variable."""
+    assert variables_of(parse_question("o * x")) == ["o", "x"]
+    with pytest.raises(CalcError, match="unexpected 'half'"):
+        parse_question("a half * x")  # "a" is a name here, not "one"

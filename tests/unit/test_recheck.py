@@ -65,6 +65,14 @@ def test_does_not_use_the_calculator_parser() -> None:
         ("x-y", F(-5)),
         ("+(x > y)", False),
         ("x = 10", True),
+        ("two point five * x", F(25)),
+        ("x times three quarters", F(15, 2)),
+        ("three-quarters * x", F(15, 2)),
+        ("zwei Komma f\u00fcnf mal x", F(25)),
+        ("minus two point five plus x", F(15, 2)),
+        ("drei Viertel mal x", F(15, 2)),
+        ("x plus two and a half", F(25, 2)),
+        ("x mal zehn Prozent", F(1)),
     ],
 )
 def test_known_values(question: str, expected: F | bool) -> None:
@@ -109,7 +117,9 @@ def test_long_chains() -> None:
 LEAVES = st.one_of(
     st.sampled_from(["x", "y", "z", "h", "w"]),  # "w" has no value
     st.integers(0, 12).map(str),
-    st.sampled_from(["3.5", "0.25", "twelve", "zwei"]),
+    st.sampled_from(
+        ["3.5", "0.25", "twelve", "zwei", "two point five", "three quarters", "ein halb"]
+    ),
 )
 BINARY = ["+", "-", "*", "/", "**", "^", "plus", "minus", "times", "mal", "durch", "divided by"]
 COMPARE = ["<", ">", "<=", ">=", "==", "!=", "is greater than", "kleiner als"]
