@@ -35,7 +35,7 @@ from riddlectl.calculator import (
 from riddlectl.numbers import parse_number
 from riddlectl.numberwords import question_word_number
 
-__all__ = ["recompute"]
+__all__ = ["names", "recompute"]
 
 # Binding strength and grouping of each operator in the RPN conversion.
 _BINARY = {"+": 1, "-": 1, "*": 2, "/": 2, "**": 4}
@@ -57,6 +57,15 @@ def recompute(question: str, values: dict[str, Fraction]) -> Fraction | bool:
     if not tokens:
         raise CalcError("empty question: there is no expression to compute")
     return _run(_to_rpn(tokens), values)
+
+
+def names(question: str) -> list[str]:
+    """The variable names in ``question``, each once, in order of first appearance.
+
+    Raises ``CalcError``/``BoundsError`` where :func:`recompute` would on scanning.
+    """
+    tokens = _words_to_tokens(_strip(_scan(question)))
+    return list(dict.fromkeys(str(value) for kind, value in tokens if kind == "name"))
 
 
 # --- scanning --------------------------------------------------------------------------

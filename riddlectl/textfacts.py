@@ -24,22 +24,18 @@ assignments.  A right-hand side is, in order:
    computed and goes to ``variables``.  A bare name (``z = x``) is a formula only after
    ``=``/``:=``; after a word such as ``is`` it must contain an operator, so prose like
    "the answer is yes" is not a formula;
-4. a number in digits followed by words: ``10 apples`` is 10; a percent sign or word
-   divides by 100 (``10%``, ``10 %``, ``10 Prozent``: 1/10); a scale word or fraction
-   noun multiplies (``10 thousand``, ``2.5 Mio.``, ``3 quarters``); ``and a half`` and
-   `` 1/2`` make mixed numbers (``2 1/2``); a currency sign is skipped (``$10``, ``10 €``).
+4. a number in digits followed by words, read by
+   :func:`riddlectl.numberphrases.read_digits`: ``10 apples`` is 10, ``10%`` and ``10
+   Prozent`` are 1/10, ``10 thousand`` is 10000, ``3 quarters`` 3/4, ``2 1/2`` and
+   ``2½`` are 5/2, ``$10`` is 10.
 
 A right-hand side that starts like a number but cannot be read exactly is *refused*: it
-goes to ``unreadable`` (name → reason) instead of being read in part.  So are
-hexadecimal, octal and binary numbers (``0x10``), a number with letters or symbols
-attached (``10abc``, ``10kg``, ``10²``, ``10:30``), two signs in a row (``--3``), a
-dash that is not a minus sign (``—3``), digits that are not one number (``1.2.3``,
-``5/0``), and a second number right after the first (``10 12``, ``10 or 12``,
-``10 \u2013 12``).  A later assignment of the same name replaces an earlier one, refused or
-not.  ``numbers`` lists every number in digits standing on its own (nothing glued to
-it but ``%``) anywhere in the text, in the value its assignment read (``10%`` is 0.1,
-``10 thousand`` 10000), and every number in words that was an assignment's value, in
-text order.
+goes to ``unreadable`` (name → reason) instead of being read in part: ``0x10``,
+``10abc``, ``10²``, ``--3``, ``1.2.3``, ``10 or 12`` …  A later assignment of the same
+name replaces an earlier one, refused or not.  ``numbers`` lists every number in digits
+standing on its own (nothing glued to it but ``%``) anywhere in the text, as its
+assignment read it (``10%`` is 0.1, ``10 thousand`` 10000), and every number in words
+that was an assignment's value, in text order.
 
 The language guess (counting common words) decides whether a lone ``,`` is a decimal
 comma (German, French, … text: ``1,234`` is 1.234) or a thousands separator (English
@@ -53,12 +49,20 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from fractions import Fraction
-from functools import lru_cache
-from typing import Any, NamedTuple
+from typing import Any
 
 from riddlectl.calculator import CalcError, Compare, Var, evaluate, parse_question, variables_of
-from riddlectl.numbers import LANGUAGES, MINUS_CHARS, format_number, parse_number
-from riddlectl.numberwords import multiplier, read_words
+from riddlectl.numberphrases import (
+    NUMBER_BODY,
+    PER,
+    SIGN,
+    Reading,
+    expand_vulgar,
+    read_digits,
+    sign_problem,
+    words_value,
+)
+from riddlectl.numbers import format_number, parse_number
 
 __all__ = ["ASSIGNMENT_WORDS", "MAX_TEXT_BYTES", "Facts", "extract_facts"]
 
@@ -111,91 +115,17 @@ _HEAD_RE = re.compile(
     re.IGNORECASE,
 )
 _CLAUSE_SPLIT_RE = re.compile(r";|[.!?](?=\s|$)")
-_NUMBER_BODY = (
-    r"\d{1,3}(?:[ \u00a0\u202f]\d{3})+(?!\d)(?:[.,]\d+)?"  # 1 234 567
-    r"|\d[\d.,]*\d(?:[eE][-+]?\d+)?"  # 1,234.5 / 3,5 / 1e3
-    r"|\d(?:[eE][-+]?\d+)?"
-)
 
 
-_SIGN = rf"[+{re.escape(MINUS_CHARS)}]"
 # A number standing on its own: nothing glued before it, no letter or digit group after.
 _NUMBER_RE = re.compile(
-    rf"(?<![\w.,])(?:(?<![\w)]){_SIGN})?(?:{_NUMBER_BODY})(?:/(?:{_NUMBER_BODY}))?(?!\w)"
+    rf"(?<![\w.,])(?:(?<![\w)]){SIGN})?(?:{NUMBER_BODY})(?:/(?:{NUMBER_BODY}))?(?!\w)"
 )
 # A right-hand side that starts like a number, whatever follows it.
-_LEADING_RE = re.compile(
-    rf"(?P<cur>[$\u20ac\u00a3\u00a5]\s?)?(?P<num>{_SIGN}?\s*(?:{_NUMBER_BODY})(?:/(?:{_NUMBER_BODY}))?)"
-)
-_TWO_SIGNS_RE = re.compile(rf"{_SIGN}\s*{_SIGN}")
-_OTHER_BASES = {"x": "hexadecimal", "b": "binary", "o": "octal"}
-_CURRENCY = "$\u20ac\u00a3\u00a5"
-_PER = {"%": Fraction(1, 100), "\u2030": Fraction(1, 1000)}
-_MIXED_RE = re.compile(r"\d+/\d+")
-
-
-# The characters Unicode decomposes as fractions ("½" is 1/2).
-_VULGAR = {
-    "\u00bc": "1/4",
-    "\u00bd": "1/2",
-    "\u00be": "3/4",
-    "\u2150": "1/7",
-    "\u2151": "1/9",
-    "\u2152": "1/10",
-    "\u2153": "1/3",
-    "\u2154": "2/3",
-    "\u2155": "1/5",
-    "\u2156": "2/5",
-    "\u2157": "3/5",
-    "\u2158": "4/5",
-    "\u2159": "1/6",
-    "\u215a": "5/6",
-    "\u215b": "1/8",
-    "\u215c": "3/8",
-    "\u215d": "5/8",
-    "\u215e": "7/8",
-    "\u2189": "0/3",
-}
-_VULGAR_RE = re.compile(rf"(\d?)([{''.join(_VULGAR)}])")
-# Words that put a second number in question after the first: "10 or 12", "10 bis 12",
-# "10 x 12".
-_ALTERNATIVES = frozenset(
-    {
-        "or",
-        "to",
-        "and",
-        "by",
-        "x",
-        "oder",
-        "bis",
-        "und",
-        "ou",
-        "à",
-        "et",
-        "o",
-        "y",
-        "a",
-        "e",
-        "of",
-        "tot",
-        "til",
-        "eller",
-    }
-)
-# Words that read as one but are articles far more often ("10 apples, one of them").
-_ARTICLES = frozenset(
-    {"a", "an", "one", "ein", "eine", "einen", "einem", "einer", "un", "une", "uno", "una"}
-)
-_EDGE_PUNCTUATION = "()[]{},;:.!?\"'"
-_WORD_LANGS = ("en", "de")  # besides the text's own: words any text may use
 # Dropped from the end of a right-hand side that does not read as it is ("1 and",
 # "zehn sein" of "x soll zehn sein").
 _CONNECTORS = frozenset({"and", "und", "et", "y", "e", "en", "og", "sowie", "sein"})
 _TAIL_PUNCTUATION = " \t,;:.!?"
-_OPERATOR_START_RE = re.compile(
-    r"[-+*/^\u00d7\u00f7\u00b7=<>]|(?:plus|minus|times|mal|durch|divided|over|hoch)(?!\w)",
-    re.IGNORECASE,
-)
 # Never one letter: "c is 10" assigns c ("c'est" has no space, so it is no head anyway).
 _PRONOUN_TEXT = """it there this that what which who here es das dies er sie man ce il elle
 cela lo esto eso dat dit het det den"""
@@ -268,15 +198,6 @@ def guess_language(text: str) -> str:
     return best if counts[best] else "en"
 
 
-class _Reading(NamedTuple):
-    """How a right-hand side reads: kind "number", "digits" (a number in digits with
-    words after it, found at offset ``at``), "formula", "unreadable" (value: why), or ""."""
-
-    kind: str
-    value: Fraction | str | None = None
-    at: int = 0
-
-
 def _read_clause(clause: str, facts: Facts) -> None:
     """Record the clause's assignments and numbers, in order of position."""
     found = dict(_digit_numbers(clause, facts.language))
@@ -299,7 +220,7 @@ def _read_clause(clause: str, facts: Facts) -> None:
     facts.numbers.extend(value for _, value in sorted(found.items()))
 
 
-def _record(facts: Facts, name: str, reading: _Reading) -> None:
+def _record(facts: Facts, name: str, reading: Reading) -> None:
     """The name's latest assignment replaces what an earlier one said."""
     facts.variables.pop(name, None)
     facts.formulas.pop(name, None)
@@ -325,15 +246,15 @@ def _digit_numbers(clause: str, language: str) -> list[tuple[int, Fraction]]:
             for piece in re.finditer(r"\d+", match.group()):
                 out.append((match.start() + piece.start(), Fraction(int(piece.group()))))
             continue
-        out.append((match.start(), value * _PER.get(clause[match.end() : match.end() + 1], 1)))
+        out.append((match.start(), value * PER.get(clause[match.end() : match.end() + 1], 1)))
     return out
 
 
-def _interpret_rhs(rhs: str, strong: bool, language: str) -> _Reading:
+def _interpret_rhs(rhs: str, strong: bool, language: str) -> Reading:
     """Interpret the text up to the next head: as written, then without a trailing
     connector ("1 and" → "1"; but "x + y" keeps its "y", a Spanish "and")."""
-    rhs = _VULGAR_RE.sub(_vulgar, rhs.rstrip(_TAIL_PUNCTUATION).lstrip())
-    first = _Reading("")
+    rhs = expand_vulgar(rhs.rstrip(_TAIL_PUNCTUATION).lstrip())
+    first = Reading("")
     while rhs:
         reading = _interpret(rhs, strong, language)
         if reading.kind and reading.kind != "unreadable":
@@ -346,153 +267,35 @@ def _interpret_rhs(rhs: str, strong: bool, language: str) -> _Reading:
     return first
 
 
-def _vulgar(match: re.Match[str]) -> str:
-    """``½`` → ``1/2``, ``2½`` → ``2 1/2``."""
-    fraction = _VULGAR[match[2]]
-    return f"{match[1]} {fraction}" if match[1] else fraction
-
-
-def _interpret(rhs: str, strong: bool, language: str) -> _Reading:
+def _interpret(rhs: str, strong: bool, language: str) -> Reading:
     """Classify a right-hand side (see the module docstring for the order)."""
     decimal_comma = language != "en"
     try:
-        return _Reading("number", parse_number(rhs, decimal_comma=decimal_comma))
+        return Reading("number", parse_number(rhs, decimal_comma=decimal_comma))
     except ValueError:
         pass
-    if _TWO_SIGNS_RE.match(rhs):
-        return _refused(rhs, "two signs in a row")
-    if rhs[:1] == "\u2014" and rhs[1:].lstrip()[:1].isdigit():
-        return _refused(rhs, "a dash is not a minus sign")
+    problem = sign_problem(rhs)
+    if problem is not None:
+        return problem
     if len(rhs) > MAX_RHS_CHARS:
-        return _leading(rhs[:MAX_RHS_CHARS], language)
+        return read_digits(rhs[:MAX_RHS_CHARS], language)
     if all(ch.isalpha() or ch in " -,'" for ch in rhs):  # only words can be number words
-        value = _words(rhs, language)
+        value = words_value(rhs, language)
         if value is not None:
-            return _Reading("number", value)
+            return Reading("number", value)
     formula = _formula(rhs, strong)
-    return formula if formula is not None else _leading(rhs, language)
+    return formula if formula is not None else read_digits(rhs, language)
 
 
-def _leading(rhs: str, language: str) -> _Reading:
-    """A number in digits and what follows it: read exactly, or refused with the reason."""
-    match = _LEADING_RE.match(rhs)
-    if match is None:
-        return _Reading("")
-    number, rest = match["num"], rhs[match.end() :]
-    base = _OTHER_BASES.get(rest[:1].lower())
-    if base and number.lstrip("+" + MINUS_CHARS).strip() == "0" and rest[1:2].isalnum():
-        return _refused(rhs, f"{base} numbers are not read")
-    try:
-        value = parse_number(number, decimal_comma=language != "en")
-    except ValueError:
-        return _refused(rhs, "not a number")
-    if rest[:1] in _PER:
-        value, rest = value * _PER[rest[0]], rest[1:]
-    elif rest[:1] and rest[0] in _CURRENCY:
-        rest = rest[1:]
-    elif rest[:1] and not rest[0].isspace() and rest[0] not in ",;)":
-        what = "letters" if rest[0].isalpha() else repr(rest[0])
-        return _refused(rhs, f"a number with {what} attached")
-    return _words_after(rhs, value, rest.split(), language, match.start("num"))
-
-
-def _words_after(rhs: str, value: Fraction, words: list[str], language: str, at: int) -> _Reading:
-    """``value`` as changed by the words after it, or refused when a second number follows."""
-    if words and (words[0] in _PER or words[0] in _CURRENCY):
-        value, words = value * _PER.get(words[0], 1), words[1:]
-    factor, used = _multiplier(words, language)
-    if factor is not None:
-        value, words = value * factor, words[used:]
-    elif words and value.denominator == 1 and _MIXED_RE.fullmatch(words[0].rstrip(",;")):
-        part = parse_number(words[0].rstrip(",;"))
-        if 0 < part < 1:
-            value, words = value + part if value >= 0 else value - part, words[1:]
-    elif len(words) > 1 and words[0].lower() in ("and", "und") and value.denominator == 1:
-        part, used = _fraction_words(words[1:], language)
-        if part is not None:
-            value, words = value + part if value >= 0 else value - part, words[1 + used :]
-    if words and _OPERATOR_START_RE.match(words[0]):
-        return _refused(rhs, "not a number, nor a formula that can be read")
-    first, second = (_bare(w) for w in [*words, "", ""][:2])
-    pair = f"{first} {second}"
-    if (
-        _is_number(first, language)
-        or (pair.replace(" ", "").isalpha() and _is_number(pair, language))
-        or (
-            _is_number(second, language)
-            and (first.lower() in _ALTERNATIVES or not any(ch.isalpha() for ch in first))
-        )
-    ):
-        return _refused(rhs, "more than one number")
-    return _Reading("digits", value, at)
-
-
-def _refused(rhs: str, why: str) -> _Reading:
-    """An unreadable right-hand side, quoted (shortened) with the reason."""
-    quoted = repr(rhs if len(rhs) <= 40 else rhs[:37] + "...")
-    return _Reading("unreadable", f"{quoted}: {why}")
-
-
-def _bare(word: str) -> str:
-    return word.strip(_EDGE_PUNCTUATION)
-
-
-def _is_number(word: str, language: str) -> bool:
-    """A number in digits, or a number word that is not also an article."""
-    if any(ch.isdigit() for ch in word):
-        return True
-    letters = word.replace("-", "").replace(" ", "")
-    if len(word) < 2 or word.lower() in _ARTICLES or not letters.isalpha():
-        return False
-    return any(_words(word, lang) is not None for lang in dict.fromkeys((language, *_WORD_LANGS)))
-
-
-def _multiplier(words: list[str], language: str) -> tuple[Fraction | None, int]:
-    """A fraction noun, percent or scale word (one or two words) after digits, in the
-    text's language or English or German ("10 thousand", "3 Viertel", "10 per cent"),
-    and how many words it took."""
-    for size in (2, 1):
-        if len(words) < size:
-            continue
-        phrase = " ".join(_bare(w) for w in words[:size])
-        phrase += "." if words[size - 1].endswith(".") else ""
-        for lang in dict.fromkeys((language, *_WORD_LANGS)):
-            factor = multiplier(phrase, lang)
-            if factor is not None:
-                return factor, size
-    return None, 0
-
-
-def _fraction_words(words: list[str], language: str) -> tuple[Fraction | None, int]:
-    """The longest run of ``words`` that is a fraction below one ("a half"), and its length."""
-    for size in range(min(len(words), 6), 0, -1):
-        text = " ".join(_bare(w) for w in words[:size])
-        for lang in dict.fromkeys((language, *_WORD_LANGS)):
-            part = _words(text, lang) if text.replace(" ", "").isalpha() else None
-            if part is not None and 0 < part < 1:
-                return part, size
-    return None, 0
-
-
-@lru_cache(maxsize=4096)  # files repeat their phrasings; text2num in 8 languages is not free
-def _words(rhs: str, language: str) -> Fraction | None:
-    """``rhs`` as a number in words, trying ``language`` first, then the others."""
-    for lang in (language, *(lang for lang in LANGUAGES if lang != language)):
-        value = read_words(rhs, lang)
-        if value is not None:
-            return value
-    return None
-
-
-def _formula(rhs: str, strong: bool) -> _Reading | None:
+def _formula(rhs: str, strong: bool) -> Reading | None:
     """An arithmetic right-hand side: a formula over variables, or a computed number."""
     try:
         expr = parse_question(rhs)
         if isinstance(expr, Compare) or (isinstance(expr, Var) and not strong):
             return None
         if variables_of(expr):
-            return _Reading("formula", rhs)
+            return Reading("formula", rhs)
         value = evaluate(expr, {})
     except CalcError:
         return None
-    return None if isinstance(value, bool) else _Reading("number", value)
+    return None if isinstance(value, bool) else Reading("number", value)
