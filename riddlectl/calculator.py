@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from riddlectl.numbers import format_number, parse_number
-from riddlectl.numberwords import QUESTION_LANGS, question_word_number
+from riddlectl.numberwords import GERMAN_QUESTION_WORDS, QUESTION_LANGS, question_word_number
 
 MAX_QUESTION_CHARS = 10_000
 MAX_TOKENS = 5_000
@@ -216,14 +216,16 @@ def strip_phrasing(raw: list[tuple[str, str]]) -> list[tuple[str, str]]:
 
 
 def _tokenize(question: str) -> list[_Token]:
-    raw = strip_phrasing(lex(question))
+    lexed = lex(question)
+    comma = any(k == "word" and t.lower() in GERMAN_QUESTION_WORDS for k, t in lexed)
+    raw = strip_phrasing(lexed)
     tokens: list[_Token] = []
     i = 0
     while i < len(raw):
         kind, text = raw[i]
         if kind == "num":
             try:
-                tokens.append(("num", text, parse_number(text)))
+                tokens.append(("num", text, parse_number(text, decimal_comma=comma)))
             except ValueError as exc:
                 raise CalcError(str(exc)) from None
             i += 1

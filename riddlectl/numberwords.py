@@ -31,10 +31,39 @@ from functools import lru_cache
 
 from riddlectl.numbers import MAX_WORDS_CHARS, scale_word, split_negative, words_to_number
 
-__all__ = ["QUESTION_LANGS", "multiplier", "question_word_number", "read_words"]
+__all__ = [
+    "GERMAN_QUESTION_WORDS",
+    "QUESTION_LANGS",
+    "multiplier",
+    "question_word_number",
+    "read_words",
+]
 
 #: Languages of number words in questions.
 QUESTION_LANGS = ("en", "de")
+#: Words that make a question German, so that its lone separators are read as German
+#: data files' are (``Was ist 1,500 mal x?``: 1,500 is one and a half).
+GERMAN_QUESTION_WORDS = frozenset(
+    [
+        "was",
+        "ist",
+        "mal",
+        "durch",
+        "geteilt",
+        "dividiert",
+        "multipliziert",
+        "hoch",
+        "größer",
+        "kleiner",
+        "gleich",
+        "ungleich",
+        "berechne",
+        "berechnen",
+        "rechne",
+        "wieviel",
+        "weniger",
+    ]
+)
 #: Most words a fraction noun may take ("one hundredth", "one one-thousandth").
 _MAX_PHRASE = 3
 #: Longest single word split into a German number and fraction noun ("dreiviertel").

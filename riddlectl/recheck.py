@@ -33,7 +33,7 @@ from riddlectl.calculator import (
     UnknownVariable,
 )
 from riddlectl.numbers import parse_number
-from riddlectl.numberwords import question_word_number
+from riddlectl.numberwords import GERMAN_QUESTION_WORDS, question_word_number
 
 __all__ = ["names", "recompute"]
 
@@ -53,7 +53,7 @@ def recompute(question: str, values: dict[str, Fraction]) -> Fraction | bool:
     and division by zero, ``BoundsError`` beyond the calculator's bounds (all three are
     the calculator's exception classes, so callers catch one family).
     """
-    tokens = _words_to_tokens(_strip(_scan(question)))
+    tokens = _tokens(question)
     if not tokens:
         raise CalcError("empty question: there is no expression to compute")
     return _run(_to_rpn(tokens), values)
@@ -64,8 +64,13 @@ def names(question: str) -> list[str]:
 
     Raises ``CalcError``/``BoundsError`` where :func:`recompute` would on scanning.
     """
-    tokens = _words_to_tokens(_strip(_scan(question)))
-    return list(dict.fromkeys(str(value) for kind, value in tokens if kind == "name"))
+    return list(dict.fromkeys(str(value) for kind, value in _tokens(question) if kind == "name"))
+
+
+def _tokens(question: str) -> list[tuple[str, object]]:
+    items = _scan(question)
+    german = any(k == "word" and t.lower() in GERMAN_QUESTION_WORDS for k, t in items)
+    return _words_to_tokens(_strip(items), german)
 
 
 # --- scanning --------------------------------------------------------------------------
@@ -158,15 +163,16 @@ def _strip(items: list[tuple[str, str]]) -> list[tuple[str, str]]:
     return items
 
 
-def _words_to_tokens(items: list[tuple[str, str]]) -> list[tuple[str, object]]:
-    """Final tokens: ("num", Fraction), ("name", str), ("op", symbol)."""
+def _words_to_tokens(items: list[tuple[str, str]], german: bool) -> list[tuple[str, object]]:
+    """Final tokens: ("num", Fraction), ("name", str), ("op", symbol); ``german``: a
+    lone separator before three digits is a decimal comma (German questions)."""
     out: list[tuple[str, object]] = []
     i = 0
     while i < len(items):
         kind, text = items[i]
         if kind == "num":
             try:
-                out.append(("num", parse_number(text)))
+                out.append(("num", parse_number(text, decimal_comma=german)))
             except ValueError as exc:
                 raise CalcError(str(exc)) from None
             i += 1

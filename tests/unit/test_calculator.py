@@ -31,6 +31,7 @@ from riddlectl.errors import HandlerRefused
 from riddlectl.handlers import Job
 from riddlectl.models import Riddle
 from riddlectl.numbers import format_number
+from riddlectl.recheck import recompute
 from riddlectl.textfacts import extract_facts
 
 VALUES = {"x": F(10), "y": F(15), "z": F(20)}
@@ -391,3 +392,21 @@ def test_a_sub_riddle_answer_that_is_no_number_is_named(tmp_path: Path) -> None:
     )
     with pytest.raises(HandlerRefused, match="sub-riddle for 'z' answered 'true'"):
         calculator(job)
+
+
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [
+        ("What is 1,500 times x?", "15000"),
+        ("1,500 * x", "15000"),
+        ("1.500 * x", "15"),
+        ("Was ist 1,500 mal x?", "15"),
+        ("x mal 1.500", "15000"),
+        ("Berechne 2,5 * x", "25"),
+        ("x geteilt durch 1,250", "8"),
+    ],
+)
+def test_a_lone_separator_is_read_in_the_question_s_language(question: str, expected: str) -> None:
+    """German questions write 1,500 for one and a half, as German data files do."""
+    assert solve(question) == expected
+    assert format_number(recompute(question, VALUES)) == expected  # type: ignore[arg-type]
