@@ -60,6 +60,7 @@ _CURRENCY = "$\u20ac\u00a3\u00a5"
 #: What a sign glued after a number multiplies it by.
 PER = {"%": Fraction(1, 100), "\u2030": Fraction(1, 1000)}
 _MIXED_RE = re.compile(r"\d+/\d+")
+_DIGIT_RE = re.compile(r"\d")
 
 
 # The characters Unicode decomposes as fractions ("½" is 1/2).
@@ -216,7 +217,7 @@ def _bare(word: str) -> str:
 
 def _is_number(word: str, language: str) -> bool:
     """A number in digits, or a number word that is not also an article."""
-    if any(ch.isdigit() for ch in word):
+    if _DIGIT_RE.search(word):
         return True
     letters = word.replace("-", "").replace(" ", "")
     if len(word) < 2 or word.lower() in _ARTICLES or not letters.isalpha():

@@ -125,6 +125,7 @@ def read_words(text: str, lang: str) -> Fraction | None:
     return -value if negative else value
 
 
+@lru_cache(maxsize=4096)  # asked of every word after a number in a text
 def multiplier(word: str, lang: str) -> Fraction | None:
     """What ``word`` after a number multiplies it by, else None.
 

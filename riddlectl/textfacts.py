@@ -246,7 +246,8 @@ def _digit_numbers(clause: str, language: str) -> list[tuple[int, Fraction]]:
             for piece in re.finditer(r"\d+", match.group()):
                 out.append((match.start() + piece.start(), Fraction(int(piece.group()))))
             continue
-        out.append((match.start(), value * PER.get(clause[match.end() : match.end() + 1], 1)))
+        per = PER.get(clause[match.end() : match.end() + 1])
+        out.append((match.start(), value * per if per else value))
     return out
 
 
