@@ -20,7 +20,12 @@ single ``=`` elsewhere means ``==``.  Word operators (``plus``, ``times``, ``div
 ``mal``, ``geteilt durch``, ``durch``, ``to the power of``, ``is greater than``,
 ``größer als``, …) are in :data:`WORD_OPERATORS`.  A run of words that reads as an
 English or German number (``twelve``, ``one hundred and four``, ``zwölf``,
-``thirty-four``) is a number literal, so a variable cannot be called ``one`` or ``null``.
+``thirty-four``, ``two point five``, ``three quarters``, ``zwei Komma fünf``: see
+:mod:`riddlectl.numberwords`) is a number literal, so a variable cannot be called ``one``
+or ``null``; a single letter is always a name.  A number in digits is read as
+:func:`riddlectl.numbers.parse_number` reads it, with a lone separator before three
+digits read the German way in a German question (one with a word of
+:data:`riddlectl.numberwords.GERMAN_QUESTION_WORDS`: ``Was ist 1,500 mal x?``).
 Names are ``[^\\W\\d]\\w*`` (letters, digits, ``_``; non-ASCII letters too), case kept.
 
 Bounds (module constants; work beyond them raises :class:`BoundsError` before it is

@@ -70,10 +70,10 @@ def parse_number(text: str, *, decimal_comma: bool = False) -> Fraction:
     Accepts an optional sign (``+``, or a minus of :data:`MINUS_CHARS`), integers,
     decimals with ``.`` or ``,`` (see the module docstring for how separators are
     read), fractions ``a/b`` (each side an unsigned number, sign in front: ``-3/4``),
-    and scientific notation
-    ``1e3``/``2.5E-2`` (``|exponent|`` ≤ :data:`MAX_EXPONENT`).  Surrounding whitespace
-    is ignored.  Raises ``ValueError`` naming the input for anything else, for a zero
-    denominator, and for strings longer than :data:`MAX_NUMBER_CHARS`.
+    and scientific notation ``1e3``/``2.5E-2`` (``|exponent|`` ≤ :data:`MAX_EXPONENT`).
+    Surrounding whitespace is ignored.  Raises ``ValueError`` naming the input for
+    anything else, for a zero denominator, and for strings longer than
+    :data:`MAX_NUMBER_CHARS`.
     """
     if len(text) > MAX_NUMBER_CHARS:
         raise ValueError(f"number string longer than {MAX_NUMBER_CHARS} characters")
