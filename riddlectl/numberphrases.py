@@ -12,8 +12,9 @@ in digits, exactly, or refuses it with the reason (see :mod:`riddlectl.textfacts
 * refused: ``0x10``/``0b101``/``0o17`` (other bases), a number with letters or symbols
   attached (``10abc``, ``10kg``, ``10²``, ``10:30``), digits that are not one number
   (``1.2.3``, ``5/0``), a second number right after the first (``10 12``, ``10 or 12``,
-  ``10 x 3``, ``10 \u2013 12``: a range or a product is not one value), and an operator
-  where no formula could be read (``2 * 10%``).
+  ``10 x 3``, ``10 \u2013 12``: a range or a product is not one value), a share of
+  something (``10% of y``, ``3 Viertel von y``: a formula, not a number), and an
+  operator where no formula could be read (``2 * 10%``).
 
 :func:`sign_problem` refuses two signs in a row (``--3``) and an em dash before digits,
 which are not a minus sign.  Everything is exact (Fraction).
@@ -61,6 +62,8 @@ _CURRENCY = "$\u20ac\u00a3\u00a5"
 PER = {"%": Fraction(1, 100), "\u2030": Fraction(1, 1000)}
 _MIXED_RE = re.compile(r"\d+/\d+")
 _DIGIT_RE = re.compile(r"\d")
+# "10% of y", "3 quarters of y" are shares of y, not numbers.
+_OF = frozenset({"of", "von", "vom", "de", "du", "des", "del", "di", "van", "af"})
 
 
 # The characters Unicode decomposes as fractions ("½" is 1/2).
@@ -164,23 +167,30 @@ def read_digits(rhs: str, language: str) -> Reading:
         value = parse_number(number, decimal_comma=language != "en")
     except ValueError:
         return refused(rhs, "not a number")
-    if rest[:1] in PER:
+    shared = rest[:1] in PER
+    if shared:
         value, rest = value * PER[rest[0]], rest[1:]
     elif rest[:1] and rest[0] in _CURRENCY:
         rest = rest[1:]
     elif rest[:1] and not rest[0].isspace() and rest[0] not in ",;)":
         what = "letters" if rest[0].isalpha() else repr(rest[0])
         return refused(rhs, f"a number with {what} attached")
-    return _words_after(rhs, value, rest.split(), language, match.start("num"))
+    return _words_after(rhs, value, rest.split(), language, match.start("num"), shared)
 
 
-def _words_after(rhs: str, value: Fraction, words: list[str], language: str, at: int) -> Reading:
-    """``value`` as changed by the words after it, or refused when a second number follows."""
+def _words_after(
+    rhs: str, value: Fraction, words: list[str], language: str, at: int, shared: bool
+) -> Reading:
+    """``value`` as changed by the words after it, or refused when a second number
+    follows; ``shared``: a percent sign came right after the number."""
     if words and (words[0] in PER or words[0] in _CURRENCY):
+        shared = shared or words[0] in PER
         value, words = value * PER.get(words[0], 1), words[1:]
     factor, used = _multiplier(words, language)
     if factor is not None:
         value, words = value * factor, words[used:]
+    if words and words[0].lower() in _OF and (shared or (factor is not None and factor < 1)):
+        return refused(rhs, "a share of something is not a number; write it as a formula")
     elif words and value.denominator == 1 and _MIXED_RE.fullmatch(words[0].rstrip(",;")):
         part = parse_number(words[0].rstrip(",;"))
         if 0 < part < 1:

@@ -279,6 +279,8 @@ def test_pronouns_before_words_are_still_prose() -> None:
         ("x = 10 apples", F(10)),
         ("x = 10 apples and pears", F(10)),
         ("x is 10 (since 2020)", F(10)),
+        ("x = 10 thousand of them", F(10_000)),
+        ("x = 10 of them", F(10)),
         ("x = 3/4 and values 1,2,3", F(3, 4)),
         ("x = 007", F(7)),
         ("x = \u00bd", F(1, 2)),
@@ -326,6 +328,9 @@ def test_numbers_read_exactly(text: str, value: F) -> None:
         ("x = 2 3/2", "more than one number"),
         ("x = 2 * 10%", "not a number"),
         ("x = \u20143", "dash"),
+        ("x = 10% of y", "a share of something"),
+        ("x = 10 percent of y", "a share of something"),
+        ("x ist 3 Viertel von y", "a share of something"),
     ],
 )
 def test_misreadings_are_refused(text: str, reason: str) -> None:
