@@ -20,7 +20,12 @@ single ``=`` elsewhere means ``==``.  Word operators (``plus``, ``times``, ``div
 ``mal``, ``geteilt durch``, ``durch``, ``to the power of``, ``is greater than``,
 ``größer als``, …) are in :data:`WORD_OPERATORS`.  A run of words that reads as an
 English or German number (``twelve``, ``one hundred and four``, ``zwölf``,
-``thirty-four``) is a number literal, so a variable cannot be called ``one`` or ``null``.
+``thirty-four``, ``two point five``, ``three quarters``, ``zwei Komma fünf``: see
+:mod:`riddlectl.numberwords`) is a number literal, so a variable cannot be called ``one``
+or ``null``; a single letter is always a name.  A number in digits is read as
+:func:`riddlectl.numbers.parse_number` reads it, with a lone separator before three
+digits read the German way in a German question (one with a word of
+:data:`riddlectl.numberwords.GERMAN_QUESTION_WORDS`: ``Was ist 1,500 mal x?``).
 Names are ``[^\\W\\d]\\w*`` (letters, digits, ``_``; non-ASCII letters too), case kept.
 
 Bounds (module constants; work beyond them raises :class:`BoundsError` before it is
@@ -39,12 +44,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
 
-from riddlectl.numbers import (
-    QUESTION_LANGS,
-    format_number,
-    parse_number,
-    question_word_number,
-)
+from riddlectl.numbers import format_number, parse_number
+from riddlectl.numberwords import GERMAN_QUESTION_WORDS, QUESTION_LANGS, question_word_number
 
 MAX_QUESTION_CHARS = 10_000
 MAX_TOKENS = 5_000
@@ -220,14 +221,16 @@ def strip_phrasing(raw: list[tuple[str, str]]) -> list[tuple[str, str]]:
 
 
 def _tokenize(question: str) -> list[_Token]:
-    raw = strip_phrasing(lex(question))
+    lexed = lex(question)
+    comma = any(k == "word" and t.lower() in GERMAN_QUESTION_WORDS for k, t in lexed)
+    raw = strip_phrasing(lexed)
     tokens: list[_Token] = []
     i = 0
     while i < len(raw):
         kind, text = raw[i]
         if kind == "num":
             try:
-                tokens.append(("num", text, parse_number(text)))
+                tokens.append(("num", text, parse_number(text, decimal_comma=comma)))
             except ValueError as exc:
                 raise CalcError(str(exc)) from None
             i += 1

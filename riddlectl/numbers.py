@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import re
 from fractions import Fraction
-from functools import lru_cache
 
 from text_to_num import text2num
 
@@ -33,9 +32,12 @@ __all__ = [
     "MAX_EXPONENT",
     "MAX_NUMBER_CHARS",
     "MAX_WORDS_CHARS",
+    "MINUS_CHARS",
     "format_bool",
     "format_number",
     "parse_number",
+    "scale_word",
+    "split_negative",
     "words_to_number",
 ]
 
@@ -49,9 +51,12 @@ MAX_WORDS_CHARS = 1000
 #: Languages :func:`words_to_number` understands (those of the text2num library).
 LANGUAGES = ("en", "de", "fr", "es", "pt", "nl", "it", "da")
 
-_MINUS_CHARS = "-\u2212\u2013"  # ASCII hyphen-minus, Unicode minus, en dash
+#: Characters read as a minus sign: ASCII hyphen-minus, Unicode minus, en dash, the
+#: hyphens U+2010-2012, and the small and full-width hyphen-minus (U+FE63, U+FF0D).  The
+#: em dash is not one of them: it is punctuation far more often than a sign.
+MINUS_CHARS = "-\u2212\u2013\u2010\u2011\u2012\ufe63\uff0d"
 _SPACES = " \u00a0\u202f\u2009"
-_SIGN_RE = re.compile(r"([+\-\u2212\u2013]?)\s*(.*)", re.S)
+_SIGN_RE = re.compile(rf"([+{re.escape(MINUS_CHARS)}]?)\s*(.*)", re.S)
 _PLAIN_RE = re.compile(
     r"\d+|\d*[.,]\d+|\d+(?:[.,]\d{3})+(?:[.,]\d+)?|\d{1,3}(?:[ ]\d{3})+(?:[.,]\d+)?"
 )
@@ -62,12 +67,13 @@ _GROUPED_RE = re.compile(r"[1-9]\d{0,2}(?:X\d{3})+")
 def parse_number(text: str, *, decimal_comma: bool = False) -> Fraction:
     """Parse a number written in digits into an exact Fraction.
 
-    Accepts an optional sign (``+``, ``-``, U+2212 minus), integers, decimals with ``.`` or
-    ``,`` (see the module docstring for how separators are read), fractions ``a/b``
-    (each side an unsigned number, sign in front: ``-3/4``), and scientific notation
-    ``1e3``/``2.5E-2`` (``|exponent|`` ≤ :data:`MAX_EXPONENT`).  Surrounding whitespace
-    is ignored.  Raises ``ValueError`` naming the input for anything else, for a zero
-    denominator, and for strings longer than :data:`MAX_NUMBER_CHARS`.
+    Accepts an optional sign (``+``, or a minus of :data:`MINUS_CHARS`), integers,
+    decimals with ``.`` or ``,`` (see the module docstring for how separators are
+    read), fractions ``a/b`` (each side an unsigned number, sign in front: ``-3/4``),
+    and scientific notation ``1e3``/``2.5E-2`` (``|exponent|`` ≤ :data:`MAX_EXPONENT`).
+    Surrounding whitespace is ignored.  Raises ``ValueError`` naming the input for
+    anything else, for a zero denominator, and for strings longer than
+    :data:`MAX_NUMBER_CHARS`.
     """
     if len(text) > MAX_NUMBER_CHARS:
         raise ValueError(f"number string longer than {MAX_NUMBER_CHARS} characters")
@@ -257,26 +263,43 @@ def words_to_number(text: str, lang: str) -> Fraction | None:
     ``min``, ``meno``), English ``and`` and commas (``one million, two hundred and
     four``), hyphens, capitalised nouns (``eine Million``) and compound scale words
     (``einhunderteinstausend``).  Returns None when the text is not a number in that
-    language, is empty, or is longer than :data:`MAX_WORDS_CHARS`; an unknown language
-    raises ``ValueError``.  Never raises for odd text.
+    language, is empty, is one letter (text2num reads "o" as zero, but a lone letter
+    is a name), or is longer than :data:`MAX_WORDS_CHARS`; an unknown language raises
+    ``ValueError``.  Never raises for odd text.  Decimals, fractions and percentages in
+    words are :mod:`riddlectl.numberwords`'s.
     """
     if lang not in _NEGATIVE_WORDS:
         raise ValueError(f"unsupported language {lang!r}; expected one of {', '.join(LANGUAGES)}")
     if len(text) > MAX_WORDS_CHARS:
         return None
-    cleaned = " ".join(text.replace(",", " ").split())
-    negative = False
-    first, _, rest = cleaned.partition(" ")
-    if first.casefold() in _NEGATIVE_WORDS[lang] and rest:
-        negative, cleaned = True, rest
-    elif cleaned[:1] in _MINUS_CHARS and cleaned[1:2].isalpha():
-        negative, cleaned = True, cleaned[1:]
+    negative, cleaned = split_negative(" ".join(text.replace(",", " ").split()), lang)
+    if len(cleaned) < 2:
+        return None
     for pattern, replacement in _FIXES.get(lang, ()):
         cleaned = pattern.sub(replacement, cleaned)
     value = _words_value(cleaned, lang)
     if value is None:
         return None
     return Fraction(-value if negative else value)
+
+
+def split_negative(text: str, lang: str) -> tuple[bool, str]:
+    """(True, rest) when ``text`` starts with a negative word of ``lang`` or a minus sign
+    glued to a word ("-five"); else (False, text)."""
+    first, _, rest = text.partition(" ")
+    if first.casefold() in _NEGATIVE_WORDS[lang] and rest:
+        return True, rest
+    if text[:1] in MINUS_CHARS and text[1:2].isalpha():
+        return True, text[1:]
+    return False, text
+
+
+def scale_word(word: str, lang: str) -> int | None:
+    """The value of one scale word of ``lang`` ("thousand", "Millionen"), else None."""
+    for value, pattern in _SCALE_RES[lang]:
+        if pattern.fullmatch(word):
+            return value
+    return None
 
 
 def _words_value(text: str, lang: str) -> int | None:
@@ -320,18 +343,3 @@ def _text2num(text: str, lang: str) -> int | None:
     except (ValueError, TypeError):
         return None
     return value if isinstance(value, int) else None
-
-
-QUESTION_LANGS = ("en", "de")  #: languages of number words in questions
-
-
-@lru_cache(maxsize=4096)
-def question_word_number(text: str) -> Fraction | None:
-    """``text`` as English or German number words, else None (one letter: never)."""
-    if len(text) < 2:
-        return None
-    for lang in QUESTION_LANGS:
-        value = words_to_number(text, lang)
-        if value is not None:
-            return value
-    return None

@@ -5,8 +5,8 @@ question character by character, turns it into reverse Polish notation with Dijk
 shunting-yard algorithm, and runs the RPN on a value stack with its own checked
 arithmetic.  What it shares is data, not code: the bound constants, the vocabulary
 tables (word operators, prefixes, symbol aliases), the exception classes, and
-:mod:`riddlectl.numbers` for literals.  A bug in one parser's precedence or grouping
-therefore shows up as a disagreement instead of being repeated.
+:mod:`riddlectl.numbers` and :mod:`riddlectl.numberwords` for literals.  A bug in one
+parser's precedence or grouping therefore shows up as a disagreement instead of being repeated.
 
 Semantics are the calculator's: ``^``/``**`` group from the right, unary minus binds
 looser than ``**`` (``-x ** 2`` is ``-(x ** 2)``) and tighter than ``*``, comparisons
@@ -32,9 +32,10 @@ from riddlectl.calculator import (
     CalcError,
     UnknownVariable,
 )
-from riddlectl.numbers import parse_number, question_word_number
+from riddlectl.numbers import parse_number
+from riddlectl.numberwords import GERMAN_QUESTION_WORDS, question_word_number
 
-__all__ = ["recompute"]
+__all__ = ["names", "recompute"]
 
 # Binding strength and grouping of each operator in the RPN conversion.
 _BINARY = {"+": 1, "-": 1, "*": 2, "/": 2, "**": 4}
@@ -52,10 +53,24 @@ def recompute(question: str, values: dict[str, Fraction]) -> Fraction | bool:
     and division by zero, ``BoundsError`` beyond the calculator's bounds (all three are
     the calculator's exception classes, so callers catch one family).
     """
-    tokens = _words_to_tokens(_strip(_scan(question)))
+    tokens = _tokens(question)
     if not tokens:
         raise CalcError("empty question: there is no expression to compute")
     return _run(_to_rpn(tokens), values)
+
+
+def names(question: str) -> list[str]:
+    """The variable names in ``question``, each once, in order of first appearance.
+
+    Raises ``CalcError``/``BoundsError`` where :func:`recompute` would on scanning.
+    """
+    return list(dict.fromkeys(str(value) for kind, value in _tokens(question) if kind == "name"))
+
+
+def _tokens(question: str) -> list[tuple[str, object]]:
+    items = _scan(question)
+    german = any(k == "word" and t.lower() in GERMAN_QUESTION_WORDS for k, t in items)
+    return _words_to_tokens(_strip(items), german)
 
 
 # --- scanning --------------------------------------------------------------------------
@@ -148,15 +163,16 @@ def _strip(items: list[tuple[str, str]]) -> list[tuple[str, str]]:
     return items
 
 
-def _words_to_tokens(items: list[tuple[str, str]]) -> list[tuple[str, object]]:
-    """Final tokens: ("num", Fraction), ("name", str), ("op", symbol)."""
+def _words_to_tokens(items: list[tuple[str, str]], german: bool) -> list[tuple[str, object]]:
+    """Final tokens: ("num", Fraction), ("name", str), ("op", symbol); ``german``: a
+    lone separator before three digits is a decimal comma (German questions)."""
     out: list[tuple[str, object]] = []
     i = 0
     while i < len(items):
         kind, text = items[i]
         if kind == "num":
             try:
-                out.append(("num", parse_number(text)))
+                out.append(("num", parse_number(text, decimal_comma=german)))
             except ValueError as exc:
                 raise CalcError(str(exc)) from None
             i += 1

@@ -3,34 +3,45 @@
 :func:`extract_facts` reads text clause by clause (lines, split again at ``;`` and at
 ``.``/``!``/``?`` followed by a space) and finds assignment *heads*: a name followed
 by ``=``, ``:=``, ``:`` or an assignment word — ``is``, ``equals``, ``is equal to``,
-``be`` (``Let x be 10``), ``ist``, ``ist gleich``, ``vaut``, ``est``, ``es``, ``è``,
-``é``, ``er``, ``is gelijk aan`` … (:data:`ASSIGNMENT_WORDS`), optionally after
-``let``/``sei``/``soit``/``sea``/``seja``/``sia``/``laat``/``lad``.  The right-hand side
-of a head runs to the next head of the clause, minus trailing punctuation and
-connectors (``,``, ``and``, ``und``, ``et``, ``y``, ``e``, ``en``, ``og``), so ``x = 1,
-y = 2`` and ``x = 1 and y = 2`` are two assignments.  A right-hand side is, in order:
+``be`` (``Let x be 10``), ``ist``, ``ist gleich``, ``sei``, ``soll`` (``x soll 10 sein``),
+``beträgt``, ``vaut``, ``est``, ``es``, ``è``, ``é``, ``er``, ``is gelijk aan`` …
+(:data:`ASSIGNMENT_WORDS`), optionally after ``let``/``sei``/``soit``/``sea``/``seja``/
+``sia``/``laat``/``lad``.  Any name works, one letter included (``c is 10``, ``I ist
+zehn``); only pronouns before an assignment *word* are prose ("es ist zwölf", "it is
+ten").  The right-hand side of a head runs to the next head of the clause, minus
+trailing punctuation and connectors (``,``, ``and``, ``und``, ``et``, ``y``, ``e``,
+``en``, ``og``; and ``sein``), so ``x = 1, y = 2`` and ``x = 1 and y = 2`` are two
+assignments.  A right-hand side is, in order:
 
 1. a number in digits (:func:`riddlectl.numbers.parse_number`; ``3,5`` is 3.5; a lone
    ``,`` or ``.`` before three digits is read per the text's language, see below);
 2. a number in words in any text2num language, the text's own language first
-   (``twelve thousand three hundred and four``, ``minus five``, ``zwölf``);
+   (``twelve thousand three hundred and four``, ``minus five``, ``zwölf``), decimals,
+   fractions and percentages included (``two point five``, ``drei Viertel``, ``a half``,
+   ``ten percent``: :mod:`riddlectl.numberwords`);
 3. an arithmetic formula over other variables (``x + y``, ``2 * x``, ``x plus y``),
    which goes to ``formulas`` as written; a formula without variables (``2 + 3``) is
    computed and goes to ``variables``.  A bare name (``z = x``) is a formula only after
    ``=``/``:=``; after a word such as ``is`` it must contain an operator, so prose like
    "the answer is yes" is not a formula;
-4. a number in digits followed by other words (``10 apples`` → 10).
+4. a number in digits followed by words, read by
+   :func:`riddlectl.numberphrases.read_digits`: ``10 apples`` is 10, ``10%`` and ``10
+   Prozent`` are 1/10, ``10 thousand`` is 10000, ``3 quarters`` 3/4, ``2 1/2`` and
+   ``2½`` are 5/2, ``$10`` is 10.
 
-Anything else is ignored.  A later assignment of the same name replaces an earlier
-one.  ``numbers`` lists every number in digits anywhere in the text (sign attached when
-it is written right before the digits and not after a word) and every number in words
+A right-hand side that starts like a number but cannot be read exactly is *refused*: it
+goes to ``unreadable`` (name → reason) instead of being read in part: ``0x10``,
+``10abc``, ``10²``, ``--3``, ``1.2.3``, ``10 or 12`` …  A later assignment of the same
+name replaces an earlier one, refused or not.  ``numbers`` lists every number in digits
+standing on its own (nothing glued to it but ``%``) anywhere in the text, as its
+assignment read it (``10%`` is 0.1, ``10 thousand`` 10000), and every number in words
 that was an assignment's value, in text order.
 
 The language guess (counting common words) decides whether a lone ``,`` is a decimal
 comma (German, French, … text: ``1,234`` is 1.234) or a thousands separator (English
-text: 1234).  Not recognised: numbers in words outside assignments, decimals written
-in words (``three point five``), units, assignments that span lines, and names that are
-pronouns (``it``, ``es``, ``das``, … before a word operator: "es ist zwölf").
+text: 1234).  Not recognised: numbers in words outside assignments, units (``10 m`` is
+10), assignments that span lines, and names that are pronouns (``it``, ``es``, ``das``,
+… before a word operator: "es ist zwölf").
 """
 
 from __future__ import annotations
@@ -38,11 +49,20 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from fractions import Fraction
-from functools import lru_cache
 from typing import Any
 
 from riddlectl.calculator import CalcError, Compare, Var, evaluate, parse_question, variables_of
-from riddlectl.numbers import LANGUAGES, format_number, parse_number, words_to_number
+from riddlectl.numberphrases import (
+    NUMBER_BODY,
+    PER,
+    SIGN,
+    Reading,
+    expand_vulgar,
+    read_digits,
+    sign_problem,
+    words_value,
+)
+from riddlectl.numbers import format_number, parse_number
 
 __all__ = ["ASSIGNMENT_WORDS", "MAX_TEXT_BYTES", "Facts", "extract_facts"]
 
@@ -72,6 +92,11 @@ ASSIGNMENT_WORDS = (
     "è uguale a",
     "è",
     "vale",
+    "sei gleich",
+    "sei",
+    "soll gleich",
+    "soll",
+    "beträgt",
     "is gelijk aan",
     "bedraagt",
     "er lig med",
@@ -90,22 +115,20 @@ _HEAD_RE = re.compile(
     re.IGNORECASE,
 )
 _CLAUSE_SPLIT_RE = re.compile(r";|[.!?](?=\s|$)")
-_NUMBER_BODY = (
-    r"\d{1,3}(?:[ \u00a0\u202f]\d{3})+(?!\d)(?:[.,]\d+)?"  # 1 234 567
-    r"|\d[\d.,]*\d(?:[eE][-+]?\d+)?"  # 1,234.5 / 3,5 / 1e3
-    r"|\d(?:[eE][-+]?\d+)?"
-)
+
+
+# A number standing on its own: nothing glued before it, no letter or digit group after.
 _NUMBER_RE = re.compile(
-    rf"(?<![\w.,])(?:(?<![\w)])[-+\u2212])?(?:{_NUMBER_BODY})(?:/(?:{_NUMBER_BODY}))?"
+    rf"(?<![\w.,])(?:(?<![\w)]){SIGN})?(?:{NUMBER_BODY})(?:/(?:{NUMBER_BODY}))?(?!\w)"
 )
-_CONNECTORS = frozenset({"and", "und", "et", "y", "e", "en", "og", "sowie"})
+# A right-hand side that starts like a number, whatever follows it.
+# Dropped from the end of a right-hand side that does not read as it is ("1 and",
+# "zehn sein" of "x soll zehn sein").
+_CONNECTORS = frozenset({"and", "und", "et", "y", "e", "en", "og", "sowie", "sein"})
 _TAIL_PUNCTUATION = " \t,;:.!?"
-_OPERATOR_START_RE = re.compile(
-    r"[-+*/^\u00d7\u00f7\u00b7=<>]|(?:plus|minus|times|mal|durch|divided|over|hoch)(?!\w)",
-    re.IGNORECASE,
-)
-_PRONOUN_TEXT = """it there this that what which who here es das dies er sie ce il elle cela
-c lo esto eso dat dit het det den"""
+# Never one letter: "c is 10" assigns c ("c'est" has no space, so it is no head anyway).
+_PRONOUN_TEXT = """it there this that what which who here es das dies er sie man ce il elle
+cela lo esto eso dat dit het det den"""
 _PRONOUNS = frozenset(_PRONOUN_TEXT.split())
 _MARKERS = {
     "en": "is and the let be equals of",
@@ -121,20 +144,26 @@ _MARKERS = {
 
 @dataclass
 class Facts:
-    """What :func:`extract_facts` found: values, formulas and every number, in order."""
+    """What :func:`extract_facts` found: values, formulas, every number in order, and
+    the assignments refused (name → why)."""
 
     variables: dict[str, Fraction] = field(default_factory=dict)
     formulas: dict[str, str] = field(default_factory=dict)
     numbers: list[Fraction] = field(default_factory=list)
     language: str = "en"
+    unreadable: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
-        """``{"variables": {name: "10"}, "formulas": {name: "x + y"}, "numbers": ["10"]}``."""
-        return {
+        """``{"variables": {name: "10"}, "formulas": {name: "x + y"}, "numbers": ["10"]}``,
+        and ``"unreadable": {name: reason}`` when some assignment was refused."""
+        found: dict[str, Any] = {
             "variables": {name: format_number(v) for name, v in self.variables.items()},
             "formulas": dict(self.formulas),
             "numbers": [format_number(n) for n in self.numbers],
         }
+        if self.unreadable:
+            found["unreadable"] = dict(self.unreadable)
+        return found
 
 
 def extract_facts(text: str) -> Facts:
@@ -171,7 +200,7 @@ def guess_language(text: str) -> str:
 
 def _read_clause(clause: str, facts: Facts) -> None:
     """Record the clause's assignments and numbers, in order of position."""
-    found: list[tuple[int, Fraction]] = list(_digit_numbers(clause, facts.language))
+    found = dict(_digit_numbers(clause, facts.language))
     heads = list(_HEAD_RE.finditer(clause))
     for k, head in enumerate(heads):
         end = heads[k + 1].start() if k + 1 < len(heads) else len(clause)
@@ -179,18 +208,30 @@ def _read_clause(clause: str, facts: Facts) -> None:
         strong = head.group("sym") in ("=", ":=")
         if not head.group("sym") and name.lower() in _PRONOUNS:
             continue
-        kind, value = _interpret_rhs(clause[head.end() : end], strong, facts.language)
-        if kind == "number":
-            assert isinstance(value, Fraction)
-            facts.formulas.pop(name, None)
-            facts.variables[name] = value
-            if not _NUMBER_RE.match(clause, head.end()):  # words: digits are in `found`
-                found.append((head.end(), value))
-        elif kind == "formula":
-            assert isinstance(value, str)
-            facts.variables.pop(name, None)
-            facts.formulas[name] = value
-    facts.numbers.extend(value for _, value in sorted(found, key=lambda item: item[0]))
+        reading = _interpret_rhs(clause[head.end() : end], strong, facts.language)
+        if reading.kind:
+            _record(facts, name, reading)
+        if reading.kind == "digits":
+            assert isinstance(reading.value, Fraction)
+            found[head.end() + reading.at] = reading.value
+        elif reading.kind == "number" and not _NUMBER_RE.match(clause, head.end()):
+            assert isinstance(reading.value, Fraction)
+            found[head.end()] = reading.value  # words: digits are in `found` already
+    facts.numbers.extend(value for _, value in sorted(found.items()))
+
+
+def _record(facts: Facts, name: str, reading: Reading) -> None:
+    """The name's latest assignment replaces what an earlier one said."""
+    facts.variables.pop(name, None)
+    facts.formulas.pop(name, None)
+    facts.unreadable.pop(name, None)
+    if reading.kind == "formula":
+        facts.formulas[name] = str(reading.value)
+    elif reading.kind == "unreadable":
+        facts.unreadable[name] = str(reading.value)
+    else:
+        assert isinstance(reading.value, Fraction)
+        facts.variables[name] = reading.value
 
 
 def _digit_numbers(clause: str, language: str) -> list[tuple[int, Fraction]]:
@@ -199,72 +240,63 @@ def _digit_numbers(clause: str, language: str) -> list[tuple[int, Fraction]]:
     out: list[tuple[int, Fraction]] = []
     for match in _NUMBER_RE.finditer(clause):
         try:
-            out.append((match.start(), parse_number(match.group(), decimal_comma=decimal_comma)))
+            value = parse_number(match.group(), decimal_comma=decimal_comma)
         except ValueError:
             # "1,2,3" or a date "1.5.2024": read the pieces one by one.
             for piece in re.finditer(r"\d+", match.group()):
                 out.append((match.start() + piece.start(), Fraction(int(piece.group()))))
+            continue
+        per = PER.get(clause[match.end() : match.end() + 1])
+        out.append((match.start(), value * per if per else value))
     return out
 
 
-def _interpret_rhs(rhs: str, strong: bool, language: str) -> tuple[str, Fraction | str | None]:
+def _interpret_rhs(rhs: str, strong: bool, language: str) -> Reading:
     """Interpret the text up to the next head: as written, then without a trailing
     connector ("1 and" → "1"; but "x + y" keeps its "y", a Spanish "and")."""
-    rhs = rhs.rstrip(_TAIL_PUNCTUATION).lstrip()
+    rhs = expand_vulgar(rhs.rstrip(_TAIL_PUNCTUATION).lstrip())
+    first = Reading("")
     while rhs:
-        kind, value = _interpret(rhs, strong, language)
-        if kind:
-            return kind, value
+        reading = _interpret(rhs, strong, language)
+        if reading.kind and reading.kind != "unreadable":
+            return reading
+        first = first if first.kind else reading
         head, _, last = rhs.rpartition(" ")
         if not head or last.lower() not in _CONNECTORS:
             break
         rhs = head.rstrip(_TAIL_PUNCTUATION)
-    return "", None
+    return first
 
 
-def _interpret(rhs: str, strong: bool, language: str) -> tuple[str, Fraction | str | None]:
-    """Classify a right-hand side: ("number", value), ("formula", text) or ("", None)."""
+def _interpret(rhs: str, strong: bool, language: str) -> Reading:
+    """Classify a right-hand side (see the module docstring for the order)."""
+    decimal_comma = language != "en"
     try:
-        return "number", parse_number(rhs, decimal_comma=language != "en")
+        return Reading("number", parse_number(rhs, decimal_comma=decimal_comma))
     except ValueError:
         pass
+    problem = sign_problem(rhs)
+    if problem is not None:
+        return problem
     if len(rhs) > MAX_RHS_CHARS:
-        return "", None
+        return read_digits(rhs[:MAX_RHS_CHARS], language)
     if all(ch.isalpha() or ch in " -,'" for ch in rhs):  # only words can be number words
-        value = _words(rhs, language)
+        value = words_value(rhs, language)
         if value is not None:
-            return "number", value
+            return Reading("number", value)
     formula = _formula(rhs, strong)
-    if formula is not None:
-        return formula
-    prefix = _NUMBER_RE.match(rhs)
-    if prefix and not _OPERATOR_START_RE.match(rhs[prefix.end() :].lstrip()):
-        try:
-            return "number", parse_number(prefix.group(), decimal_comma=language != "en")
-        except ValueError:
-            return "", None
-    return "", None
+    return formula if formula is not None else read_digits(rhs, language)
 
 
-@lru_cache(maxsize=4096)  # files repeat their phrasings; text2num in 8 languages is not free
-def _words(rhs: str, language: str) -> Fraction | None:
-    """``rhs`` as a number in words, trying ``language`` first, then the others."""
-    for lang in (language, *(lang for lang in LANGUAGES if lang != language)):
-        value = words_to_number(rhs, lang)
-        if value is not None:
-            return value
-    return None
-
-
-def _formula(rhs: str, strong: bool) -> tuple[str, Fraction | str] | None:
+def _formula(rhs: str, strong: bool) -> Reading | None:
     """An arithmetic right-hand side: a formula over variables, or a computed number."""
     try:
         expr = parse_question(rhs)
         if isinstance(expr, Compare) or (isinstance(expr, Var) and not strong):
             return None
         if variables_of(expr):
-            return "formula", rhs
+            return Reading("formula", rhs)
         value = evaluate(expr, {})
     except CalcError:
         return None
-    return None if isinstance(value, bool) else ("number", value)
+    return None if isinstance(value, bool) else Reading("number", value)

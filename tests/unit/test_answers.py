@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import struct
+import zlib
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,6 +20,9 @@ from riddlectl.answers import (
     check_answer,
     parse_answer_spec,
 )
+from riddlectl.builtin_handlers import gatekeeper
+from riddlectl.handlers import Job
+from riddlectl.models import Riddle
 
 
 def check(
@@ -170,3 +176,76 @@ def test_answer_schema_names_every_type() -> None:
     schema = str(answer_schema())
     for name in ("fill", "noul", "choice", "score", "extract"):
         assert f"'{name}'" in schema
+
+
+# -- the gatekeeper checks points against the image itself -------------------------------------
+
+
+def png(width: int, height: int) -> bytes:
+    """A real, minimal RGB PNG of the given size."""
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        body = kind + data
+        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
+
+    rows = b"".join(b"\x00" + b"\x80\x80\x80" * width for _ in range(height))
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", header)
+        + chunk(b"IDAT", zlib.compress(rows))
+        + chunk(b"IEND", b"")
+    )
+
+
+def point_job(data_dir: Path, solution: str, data: list[dict[str, str]], image: int = 1) -> Job:
+    answer = {"type": "extract", "kind": "coordinates", "image": image}
+    doc = {
+        "id": "p1",
+        "riddle": {"question": "Where is the dot?", "answer": answer},
+        "solution": {"solution": solution},
+        "data": data,
+    }
+    return Job(Riddle.model_validate(doc), "validate", data_dir, data_dir)
+
+
+@pytest.fixture
+def pictures(tmp_path: Path) -> Path:
+    (tmp_path / "img").mkdir()
+    (tmp_path / "img" / "dot.png").write_bytes(png(10, 8))
+    (tmp_path / "notes.txt").write_text("the dot is red\n")
+    return tmp_path
+
+
+@pytest.mark.parametrize("point", ["[10, 3]", "[3, 8]", "[-1, 0]", "[100, 100]"])
+def test_gatekeeper_rejects_a_point_outside_the_image(pictures: Path, point: str) -> None:
+    job = point_job(pictures, point, [{"type": "image", "file_plain": "img/dot.png"}])
+    verdict = gatekeeper(job)
+    assert verdict["accept"] is False
+    assert "outside the 10x8 image" in verdict["review"], verdict
+
+
+@pytest.mark.parametrize("point", ["[0, 0]", "[9, 7]", "[9.5, 7.5]"])
+def test_gatekeeper_accepts_a_point_inside_the_image(pictures: Path, point: str) -> None:
+    job = point_job(pictures, point, [{"type": "image", "file_plain": "img/dot.png"}])
+    assert gatekeeper(job)["accept"] is True
+
+
+def test_the_image_is_the_data_item_named(pictures: Path) -> None:
+    data = [
+        {"type": "text", "file_plain": "notes.txt"},
+        {"type": "image", "file_plain": "./img/dot.png"},
+    ]
+    assert gatekeeper(point_job(pictures, "[9, 7]", data, image=2))["accept"] is True
+    verdict = gatekeeper(point_job(pictures, "[9, 8]", data, image=2))
+    assert verdict["accept"] is False and "data item 2" in verdict["review"]
+
+
+def test_an_image_outside_the_data_directory_is_not_read(pictures: Path, tmp_path: Path) -> None:
+    outside = tmp_path.parent / f"{tmp_path.name}-outside.png"
+    outside.write_bytes(png(1000, 1000))
+    (pictures / "img" / "link.png").symlink_to(outside)
+    data = [{"type": "image", "file_plain": "img/link.png"}]
+    # Its size stays unknown: only the form is checked, and nothing outside is opened.
+    assert gatekeeper(point_job(pictures, "[500, 500]", data))["accept"] is True
+    assert "outside" in gatekeeper(point_job(pictures, "[-5, 0]", data))["review"]

@@ -5,9 +5,11 @@ from __future__ import annotations
 import sys
 import time
 from fractions import Fraction as F
+from pathlib import Path
 
 import pytest
 
+from riddlectl.builtin_handlers import calculator
 from riddlectl.calculator import (
     MAX_DEPTH,
     MAX_QUESTION_CHARS,
@@ -25,7 +27,12 @@ from riddlectl.calculator import (
     parse_question,
     variables_of,
 )
+from riddlectl.errors import HandlerRefused
+from riddlectl.handlers import Job
+from riddlectl.models import Riddle
 from riddlectl.numbers import format_number
+from riddlectl.recheck import recompute
+from riddlectl.textfacts import extract_facts
 
 VALUES = {"x": F(10), "y": F(15), "z": F(20)}
 
@@ -266,3 +273,140 @@ def test_long_chains_do_not_recurse(op: str) -> None:
 def test_long_sign_runs_do_not_recurse() -> None:
     assert solve("-" * (MAX_TOKENS - 2) + "x") == "10"  # an even number of minus signs
     assert solve("-" * (MAX_TOKENS - 1) + "x") == "-10"
+
+
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [
+        ("two point five * x =", "25"),
+        ("x times three quarters", "7.5"),
+        ("three-quarters * x", "7.5"),
+        ("one half plus one half", "1"),
+        ("zwei Komma f\u00fcnf mal x", "25"),
+        ("minus two point five plus x", "7.5"),
+        ("drei Viertel mal x", "7.5"),
+        ("dreiviertel mal x", "7.5"),
+        ("ein halb mal x", "5"),
+        ("zweieinhalb mal x", "25"),
+        ("x plus two and a half", "12.5"),
+        ("x * one and three quarters", "17.5"),
+        ("x mal zehn Prozent", "1"),
+        ("What is two thirds of?", None),
+        ("x divided by one third", "30"),
+        ("x - one tenth", "9.9"),
+    ],
+)
+def test_number_words_beyond_integers(question: str, expected: str | None) -> None:
+    if expected is None:
+        with pytest.raises(CalcError):
+            solve(question)
+    else:
+        assert solve(question) == expected
+
+
+def test_one_letter_words_stay_names() -> None:
+    """text2num reads "o" as zero; in a question a lone letter is always a variable."""
+    assert variables_of(parse_question("o * x")) == ["o", "x"]
+    with pytest.raises(CalcError, match="unexpected 'half'"):
+        parse_question("a half * x")  # "a" is a name here, not "one"
+
+
+# -- the calculator handler over several data files ----------------------------------------
+
+
+def handler_job(tmp_path: Path, question: str, texts: dict[str, str], **riddle: object) -> Job:
+    """A solve/validate job over real files, with the text extractor's extractions."""
+    for name, text in texts.items():
+        (tmp_path / name).write_text(text)
+    doc = {
+        "id": "r1",
+        "riddle": {"question": question, **riddle.pop("spec", {})},
+        "data": [{"type": "text", "file_plain": name} for name in texts],
+        **riddle,
+    }
+    extractions = [extract_facts(text).to_json() for text in texts.values()]
+    return Job(Riddle.model_validate(doc), "solve", tmp_path, tmp_path, extractions=extractions)
+
+
+def test_conflicting_values_in_two_files_refuse_the_riddle(tmp_path: Path) -> None:
+    job = handler_job(tmp_path, "x * y =", {"a.txt": "x = 10\ny = 2", "b.txt": "x = 12"})
+    with pytest.raises(HandlerRefused) as caught:
+        calculator(job)
+    message = str(caught.value)
+    assert "'x'" in message and "a.txt" in message and "b.txt" in message
+    assert "10" in message and "12" in message
+
+
+def test_the_same_value_in_two_files_is_fine(tmp_path: Path) -> None:
+    job = handler_job(tmp_path, "x * y =", {"a.txt": "x = 10\ny = 2", "b.txt": "x is ten"})
+    assert calculator(job)["solution"] == "20"
+
+
+def test_a_conflict_in_a_variable_the_question_does_not_use_is_no_matter(tmp_path: Path) -> None:
+    job = handler_job(tmp_path, "y * 2 =", {"a.txt": "x = 10\ny = 2", "b.txt": "x = 12"})
+    assert calculator(job)["solution"] == "4"
+
+
+def test_a_value_against_a_formula_is_a_conflict(tmp_path: Path) -> None:
+    job = handler_job(tmp_path, "z + 1 =", {"a.txt": "z = 3\ny = 1", "b.txt": "z = y + 1"})
+    with pytest.raises(HandlerRefused, match=r"'z'.*a\.txt.*b\.txt"):
+        calculator(job)
+
+
+def test_a_conflict_below_a_formula_is_found_before_sub_riddles(tmp_path: Path) -> None:
+    texts = {"a.txt": "z = x + 1\nx = 1", "b.txt": "x = 2"}
+    with pytest.raises(HandlerRefused, match=r"'x'.*a\.txt.*b\.txt"):
+        calculator(handler_job(tmp_path, "z * 2 =", texts))
+
+
+def test_an_unreadable_value_refuses_with_its_reason(tmp_path: Path) -> None:
+    job = handler_job(tmp_path, "x * 2 =", {"x.txt": "x = 0x10"})
+    with pytest.raises(HandlerRefused, match=r"'x'.*x\.txt.*hexadecimal"):
+        calculator(job)
+
+
+def test_an_unreadable_value_beside_a_readable_one_is_refused(tmp_path: Path) -> None:
+    job = handler_job(tmp_path, "x * 2 =", {"a.txt": "x = 16", "b.txt": "x = 0x10"})
+    with pytest.raises(HandlerRefused, match=r"'x'.*b\.txt.*hexadecimal"):
+        calculator(job)
+
+
+def test_a_bad_value_from_another_extractor_is_named(tmp_path: Path) -> None:
+    job = handler_job(tmp_path, "x * 2 =", {"x.txt": "x = 1"})
+    job.extractions = [{"variables": {"x": "ten-ish"}}]
+    with pytest.raises(HandlerRefused, match=r"'x'.*x\.txt.*'ten-ish' is not a number"):
+        calculator(job)
+
+
+def test_percent_and_number_words_reach_the_answer(tmp_path: Path) -> None:
+    texts = {"x.txt": "x = 10%", "y.txt": "y ist zwei Komma f\u00fcnf", "c.txt": "c is 10"}
+    assert calculator(handler_job(tmp_path, "x * y * c =", texts))["solution"] == "2.5"
+
+
+def test_a_sub_riddle_answer_that_is_no_number_is_named(tmp_path: Path) -> None:
+    job = handler_job(
+        tmp_path,
+        "z * 2 =",
+        {"a.txt": "z = x + 1\nx = 1"},
+        sub_results=[{"id": "r1-1", "question": "x + 1 =", "solution": "true", "solved": True}],
+    )
+    with pytest.raises(HandlerRefused, match="sub-riddle for 'z' answered 'true'"):
+        calculator(job)
+
+
+@pytest.mark.parametrize(
+    ("question", "expected"),
+    [
+        ("What is 1,500 times x?", "15000"),
+        ("1,500 * x", "15000"),
+        ("1.500 * x", "15"),
+        ("Was ist 1,500 mal x?", "15"),
+        ("x mal 1.500", "15000"),
+        ("Berechne 2,5 * x", "25"),
+        ("x geteilt durch 1,250", "8"),
+    ],
+)
+def test_a_lone_separator_is_read_in_the_question_s_language(question: str, expected: str) -> None:
+    """German questions write 1,500 for one and a half, as German data files do."""
+    assert solve(question) == expected
+    assert format_number(recompute(question, VALUES)) == expected  # type: ignore[arg-type]

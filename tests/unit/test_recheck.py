@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from riddlectl import recheck
+from riddlectl.builtin_handlers import gatekeeper
 from riddlectl.calculator import (
     BoundsError,
     CalcError,
@@ -18,7 +19,10 @@ from riddlectl.calculator import (
     evaluate,
     parse_question,
 )
+from riddlectl.handlers import Job
+from riddlectl.models import Riddle
 from riddlectl.recheck import recompute
+from riddlectl.textfacts import extract_facts
 
 VALUES = {"x": F(10), "y": F(15), "z": F(20), "h": F(1, 2)}
 
@@ -65,6 +69,14 @@ def test_does_not_use_the_calculator_parser() -> None:
         ("x-y", F(-5)),
         ("+(x > y)", False),
         ("x = 10", True),
+        ("two point five * x", F(25)),
+        ("x times three quarters", F(15, 2)),
+        ("three-quarters * x", F(15, 2)),
+        ("zwei Komma f\u00fcnf mal x", F(25)),
+        ("minus two point five plus x", F(15, 2)),
+        ("drei Viertel mal x", F(15, 2)),
+        ("x plus two and a half", F(25, 2)),
+        ("x mal zehn Prozent", F(1)),
     ],
 )
 def test_known_values(question: str, expected: F | bool) -> None:
@@ -109,7 +121,9 @@ def test_long_chains() -> None:
 LEAVES = st.one_of(
     st.sampled_from(["x", "y", "z", "h", "w"]),  # "w" has no value
     st.integers(0, 12).map(str),
-    st.sampled_from(["3.5", "0.25", "twelve", "zwei"]),
+    st.sampled_from(
+        ["3.5", "0.25", "twelve", "zwei", "two point five", "three quarters", "ein halb"]
+    ),
 )
 BINARY = ["+", "-", "*", "/", "**", "^", "plus", "minus", "times", "mal", "durch", "divided by"]
 COMPARE = ["<", ">", "<=", ">=", "==", "!=", "is greater than", "kleiner als"]
@@ -180,3 +194,64 @@ def test_against_oracle(tree: object) -> None:
         assert outcome(via_calculator, question)[0] == "CalcError"
         return
     assert recompute(question, VALUES) == expected == via_calculator(question)
+
+
+# -- the gatekeeper's recheck over the data ------------------------------------------------
+
+
+def verdict(tmp_path: Path, question: str, texts: dict[str, str], answer: str) -> dict:
+    for name, text in texts.items():
+        (tmp_path / name).write_text(text)
+    doc = {
+        "id": "r1",
+        "riddle": {"question": question},
+        "solution": {"solution": answer},
+        "data": [{"type": "text", "file_plain": name} for name in texts],
+    }
+    extractions = [extract_facts(text).to_json() for text in texts.values()]
+    job = Job(Riddle.model_validate(doc), "validate", tmp_path, tmp_path, extractions=extractions)
+    return gatekeeper(job)
+
+
+@pytest.mark.parametrize("answer", ["120", "144", "0"])
+def test_gatekeeper_rejects_any_answer_over_conflicting_data(tmp_path: Path, answer: str) -> None:
+    texts = {"a.txt": "x = 10\ny = 12", "b.txt": "x = 12"}
+    result = verdict(tmp_path, "x * y =", texts, answer)
+    assert result["accept"] is False
+    assert "'x'" in result["review"] and "a.txt" in result["review"] and "b.txt" in result["review"]
+
+
+def test_gatekeeper_rejects_an_answer_over_an_unreadable_value(tmp_path: Path) -> None:
+    for answer in ("0", "16", "32"):
+        result = verdict(tmp_path, "x * 2 =", {"x.txt": "x = 0x10"}, answer)
+        assert result["accept"] is False and "hexadecimal" in result["review"], result
+
+
+def test_gatekeeper_rejects_through_a_formula(tmp_path: Path) -> None:
+    texts = {"a.txt": "z = x + 1\nx = 1", "b.txt": "x = 2"}
+    result = verdict(tmp_path, "z * 2 =", texts, "4")
+    assert result["accept"] is False and "'x'" in result["review"]
+
+
+@pytest.mark.parametrize(
+    ("text", "wrong", "right"),
+    [
+        ("x = 10%", "100", "1"),
+        ("c is 10", "0", "100"),
+        ("x = two point five", "20", "25"),
+        ("x ist drei Viertel", "30", "7.5"),
+        ("x = 10 thousand", "100", "100000"),
+    ],
+)
+def test_gatekeeper_recomputes_what_the_extractor_now_reads(
+    tmp_path: Path, text: str, wrong: str, right: str
+) -> None:
+    name = "c" if text.startswith("c") else "x"
+    question = f"{name} * 10 ="
+    assert verdict(tmp_path, question, {"v.txt": text}, wrong)["accept"] is False
+    assert verdict(tmp_path, question, {"v.txt": text}, right)["accept"] is True
+
+
+def test_gatekeeper_still_accepts_questions_it_cannot_recompute(tmp_path: Path) -> None:
+    result = verdict(tmp_path, "What is the weather?", {"x.txt": "x = 0x10"}, "sunny")
+    assert result["accept"] is True and "not recomputed" in result["review"]
