@@ -26,7 +26,7 @@ from riddlectl.queues import Queue
 
 def _acting(ctx: typer.Context, command: str) -> Any:
     settings = resolve(ctx)
-    spool = runtime.open_spool(settings, create=False)
+    spool = runtime.open_spool(settings, create=False, writable=True)
     return runtime.pipeline(settings, spool, actor(command))
 
 

@@ -107,6 +107,9 @@ def run(
         max_trials=max_trials,
         handlers=_handler_flags(handler or []) or None,
     )
+    # Only `init` makes a spool. A long-running agent waits out a read-only spool; a
+    # --once run (cron) is told at once.
+    runtime.open_spool(settings, create=False, writable=once)
     stop = _stop_on_signals()
     if quiet or as_json or not sys.stdout.isatty():
         summary = run_agents(settings, chosen, once=once, concurrency=concurrency, stop=stop)
@@ -149,6 +152,7 @@ def agent(
     settings = resolve(
         ctx, timeout=timeout, max_attempts=max_attempts, max_trials=max_trials, handlers=handlers
     )
+    runtime.open_spool(settings, create=False, writable=once)  # as for `run`
     summary = run_agents(
         settings,
         (stage,),

@@ -30,7 +30,7 @@ from riddlectl.models import riddle_json_schema
 def init(ctx: typer.Context) -> None:
     """Create the spool layout and the data directory; idempotent."""
     settings = resolve(ctx)
-    runtime.open_spool(settings)
+    runtime.open_spool(settings, writable=True)
     Path(settings.data_dir).mkdir(parents=True, exist_ok=True)
     typer.echo(f"spool ready at {settings.spool}", err=True)
 
@@ -85,6 +85,7 @@ def submit(
 ) -> None:
     """Submit riddles; prints each new id on its own line."""
     settings = resolve(ctx)
+    spool = runtime.open_spool(settings, create=False, writable=True)
     parsed = _submission(
         files or [],
         question,
@@ -96,7 +97,6 @@ def submit(
         riddle_id,
     )
     riddles = submitting.prepare(parsed, settings, priority)
-    spool = runtime.open_spool(settings)
     pipeline = runtime.pipeline(settings, spool, actor("submit"))
     ids = submitting.submit(pipeline, riddles)
     if wait:

@@ -394,7 +394,7 @@ def test_submit_flags_refuse_hostile_id_and_path(cli: Cli, spool_dir: Path) -> N
 def drop_in_with_good(spool: Path, docs: dict[str, bytes], mtime: float | None = OLD) -> None:
     """Hostile files (NAME.json) and a good riddle, copied into incoming/ by "another
     program"; a hostile document without a valid `id` takes its file's stem."""
-    (spool / "incoming").mkdir(parents=True)
+    (spool / "incoming").mkdir(parents=True, exist_ok=True)
     write(spool / "incoming" / f"{GOOD}.json", orjson.dumps(example_doc(id=GOOD)), mtime=None)
     for name, raw in docs.items():
         write(spool / "incoming" / f"{name}.json", raw, mtime=mtime)
@@ -524,7 +524,7 @@ def test_submit_refuses_100mb_document_without_parsing_it(
 def test_drop_in_of_100mb_document_goes_to_corrupt_in_bounded_memory(
     cli: Cli, spool_dir: Path
 ) -> None:
-    (spool_dir / "incoming").mkdir(parents=True)
+    (spool_dir / "incoming").mkdir(parents=True, exist_ok=True)
     write(spool_dir / "incoming" / f"{GOOD}.json", orjson.dumps(example_doc(id=GOOD)), mtime=None)
     huge = write_huge(spool_dir / "incoming" / f"{HOSTILE}.json")
     os.utime(huge, (OLD, OLD))

@@ -1,0 +1,239 @@
+"""The edges of the command line: every error is one stderr line with its documented exit
+code, never a traceback — whatever the spool (read-only, full, a regular file, missing,
+not a spool, unreadable), the options (unknown, missing, mistyped) or the input."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import orjson
+import pytest
+
+from riddlectl.cli import app
+from tests.conftest import ROOT, Cli, Completed, example_doc
+
+# Every command, with arguments that would make it act on a spool holding `r1` (done) and
+# `p1` (waiting in incoming/). `bench` is left out: it makes its own temporary spool.
+COMMANDS: dict[str, list[str]] = {
+    "init": ["init"],
+    "submit": ["submit", "--id", "new1", "--question", "x * y =", "--data", "example/x.txt"],
+    "status": ["status"],
+    "show": ["show", "r1"],
+    "result": ["result", "r1"],
+    "retry": ["retry", "r1"],
+    "hold": ["hold", "p1"],
+    "release": ["release", "p1"],
+    "cancel": ["cancel", "p1"],
+    "run": ["run", "--once"],
+    "agent": ["agent", "extract", "--once"],
+    "events": ["events"],
+    "doctor": ["doctor"],
+    "purge": ["purge", "--older-than", "0s"],
+    "schema": ["schema"],
+}
+# Commands that only read work on a read-only spool; the others refuse it (exit 5).
+READERS = {"status", "show", "result", "events", "schema"}
+NEEDS_NO_SPOOL = {"schema"}
+SPOOL_UNUSABLE = 5
+
+
+def one_line(done: Completed, code: int, *needles: str) -> str:
+    """The single stderr line of a command that exited `code`; it names every needle."""
+    assert "Traceback" not in done.err, done.err[-3000:]
+    assert done.code == code, (done.code, done.out[-500:], done.err[-2000:])
+    lines = [line for line in done.err.splitlines() if line.strip()]
+    assert len(lines) == 1, f"expected one stderr line, got {len(lines)}: {done.err[:2000]!r}"
+    assert lines[0].startswith("riddlectl: "), lines[0]
+    for needle in needles:
+        assert needle in lines[0], f"{needle!r} not in {lines[0]!r}"
+    return lines[0]
+
+
+def quiet_success(done: Completed) -> None:
+    assert "Traceback" not in done.err, done.err[-3000:]
+    assert done.code == 0, (done.code, done.err[-2000:])
+    assert len(done.err.splitlines()) <= 1, done.err
+
+
+def tree(root: Path) -> dict[str, tuple[int, int]]:
+    """Every path below `root` with its size and modification time: what a refusal must
+    leave as it was."""
+    out = {}
+    for path in sorted(root.rglob("*")):
+        info = path.lstat()
+        out[str(path.relative_to(root))] = (info.st_size, info.st_mtime_ns)
+    return out
+
+
+def submit_two(cli: Cli) -> None:
+    """`r1` done, `p1` waiting in incoming/."""
+    assert cli("init").code == 0
+    flags = ["--question", "x * y =", "--data", "example/x.txt", "--data", "example/y.txt"]
+    assert cli("submit", "--id", "r1", *flags).code == 0
+    assert cli("run", "--once", "--quiet").code == 0
+    assert cli("submit", "--id", "p1", *flags).code == 0
+
+
+def test_the_table_names_every_command() -> None:
+    registered = {c.name or c.callback.__name__ for c in app.registered_commands}
+    assert registered - {"bench"} == set(COMMANDS), "a new command needs its edge cases here"
+
+
+# -- the spool cannot be used ----------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def tmpfs(where: Path, size: str = "4m") -> Iterator[Path]:
+    where.mkdir()
+    made = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(where)], capture_output=True
+    )
+    if made.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {made.stderr.decode().strip()}")
+    try:
+        yield where
+    finally:
+        subprocess.run(["umount", "-l", str(where)], check=False)
+
+
+@pytest.fixture
+def read_only_cli(tmp_path: Path, data_dir: Path) -> Iterator[Cli]:
+    """A spool with `r1` done and `p1` pending, on a real file system remounted read-only."""
+    with tmpfs(tmp_path / "disk") as disk:
+        cli = Cli(disk / "spool", data_dir)
+        submit_two(cli)
+        subprocess.run(["mount", "-o", "remount,ro", str(disk)], check=True)
+        yield cli
+
+
+@pytest.mark.parametrize("command", list(COMMANDS))
+def test_read_only_spool(read_only_cli: Cli, command: str) -> None:
+    before = tree(read_only_cli.spool)
+    done = read_only_cli(*COMMANDS[command])
+    if command in READERS:
+        quiet_success(done)
+    else:
+        one_line(done, SPOOL_UNUSABLE, str(read_only_cli.spool), "read-only")
+    assert tree(read_only_cli.spool) == before
+
+
+def test_readers_show_a_read_only_spool(read_only_cli: Cli) -> None:
+    assert read_only_cli("result", "r1").out == "150\n"
+    assert read_only_cli("status", "--json").json()["counts"]["done"] == 1
+    assert read_only_cli("show", "p1").json()["id"] == "p1"
+
+
+@pytest.mark.parametrize("command", list(COMMANDS))
+def test_spool_that_is_a_regular_file(tmp_path: Path, data_dir: Path, command: str) -> None:
+    passwd = tmp_path / "passwd"
+    shutil.copy("/etc/passwd", passwd)
+    cli = Cli(passwd, data_dir)
+    done = cli(*COMMANDS[command])
+    if command in NEEDS_NO_SPOOL:
+        quiet_success(done)
+    else:
+        one_line(done, SPOOL_UNUSABLE, str(passwd), "not a directory")
+    assert passwd.read_bytes() == Path("/etc/passwd").read_bytes()
+
+
+def test_etc_passwd_itself_is_refused(data_dir: Path) -> None:
+    one_line(Cli(Path("/etc/passwd"), data_dir)("status"), SPOOL_UNUSABLE, "/etc/passwd")
+
+
+@pytest.mark.parametrize("command", list(COMMANDS))
+def test_missing_spool_is_made_by_init_only(tmp_path: Path, data_dir: Path, command: str) -> None:
+    cli = Cli(tmp_path / "missing", data_dir)
+    done = cli(*COMMANDS[command])
+    if command == "init":
+        quiet_success(done)
+        assert (cli.spool / "incoming").is_dir()
+        return
+    if command in NEEDS_NO_SPOOL:
+        quiet_success(done)
+    else:
+        one_line(done, SPOOL_UNUSABLE, str(cli.spool), "no spool", "riddlectl init")
+    assert not cli.spool.exists(), f"{command} created the spool"
+
+
+@pytest.mark.parametrize("command", sorted(set(COMMANDS) - NEEDS_NO_SPOOL))
+def test_directory_that_is_not_a_spool(tmp_path: Path, data_dir: Path, command: str) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "notes.txt").write_text("mine\n")
+    before = tree(home)
+    done = Cli(home, data_dir)(*COMMANDS[command])
+    if command == "init":  # making a spool in an existing directory is what init is for
+        quiet_success(done)
+        return
+    one_line(done, SPOOL_UNUSABLE, str(home), "not a spool", "riddlectl init")
+    assert tree(home) == before
+
+
+def test_unreadable_spool(tmp_path: Path, data_dir: Path) -> None:
+    """A spool this user may not read (as root: the command runs as `nobody`)."""
+    cli = Cli(tmp_path / "spool", data_dir)
+    assert cli("init").code == 0
+    os.chmod(cli.spool, 0)
+    prefix: list[str] = []
+    if os.geteuid() == 0:
+        if shutil.which("setpriv") is None:
+            pytest.skip("running as root without setpriv: cannot be a user who may not read")
+        prefix = ["setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
+    try:
+        for command in ("status", "submit", "run"):
+            proc = subprocess.run(
+                [*prefix, *cli.argv(*COMMANDS[command])], capture_output=True, cwd="/", timeout=60
+            )
+            done = Completed(proc.returncode, proc.stdout.decode(), proc.stderr.decode())
+            one_line(done, SPOOL_UNUSABLE, str(cli.spool), "Permission denied")
+    finally:
+        os.chmod(cli.spool, 0o755)
+
+
+def test_init_refuses_a_file_and_a_read_only_place(tmp_path: Path, data_dir: Path) -> None:
+    afile = tmp_path / "afile"
+    afile.write_text("keep me\n")
+    one_line(Cli(afile, data_dir)("init"), SPOOL_UNUSABLE, str(afile))
+    assert afile.read_text() == "keep me\n"
+    with tmpfs(tmp_path / "disk") as disk:
+        subprocess.run(["mount", "-o", "remount,ro", str(disk)], check=True)
+        one_line(Cli(disk / "spool", data_dir)("init"), SPOOL_UNUSABLE, str(disk / "spool"))
+
+
+def test_submit_on_a_full_disk_writes_nothing(tmp_path: Path, data_dir: Path) -> None:
+    with tmpfs(tmp_path / "disk", size="1m") as disk:
+        cli = Cli(disk / "spool", data_dir)
+        assert cli("init").code == 0
+        filler = disk / "filler"
+        with contextlib.suppress(OSError), filler.open("wb") as handle:
+            while True:
+                handle.write(b"\0" * 65536)
+                handle.flush()
+        before = tree(cli.spool)
+        docs = b"\n".join(orjson.dumps(example_doc(id=f"f{i}")) for i in range(20))
+        done = cli("submit", "-", input=docs)
+        one_line(done, SPOOL_UNUSABLE, str(cli.spool), "No space left on device")
+        assert done.out == "", "no id may be printed for riddles that were not stored"
+        after = tree(cli.spool)
+        queues = ("incoming", "extracted", "solved", "validated", "done", "failed", "tmp")
+        for queue in queues:
+            assert [p for p in after if p.startswith(f"{queue}/")] == [
+                p for p in before if p.startswith(f"{queue}/")
+            ], f"{queue}/ changed"
+        filler.unlink()
+        assert cli("submit", "-", input=docs).out.split() == [f"f{i}" for i in range(20)]
+
+
+def test_the_repository_spool_works_as_shipped(tmp_path: Path, data_dir: Path) -> None:
+    """The quick start runs on the checked-in ./spool (queue directories and .gitkeep)."""
+    shutil.copytree(ROOT / "spool", tmp_path / "shipped")
+    cli = Cli(tmp_path / "shipped", data_dir)
+    riddle_id = cli("submit", str(ROOT / "examples" / "x-times-y.json")).out.strip()
+    assert riddle_id
+    assert cli("run", "--once", "--quiet").code == 0
+    assert cli("result", riddle_id).out == "150\n"
