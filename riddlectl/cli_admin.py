@@ -30,7 +30,9 @@ def _acting(ctx: typer.Context, command: str) -> Any:
     return runtime.pipeline(settings, spool, actor(command))
 
 
-IdsArg = Annotated[list[str] | None, typer.Argument(help="Riddle ids (- reads them from stdin).")]
+IdsArg = Annotated[
+    list[str] | None, typer.Argument(help="Riddle ids (- reads them from stdin).", metavar="ID")
+]
 
 
 def _each(ids: list[str], act: Callable[[str], str]) -> None:

@@ -132,7 +132,9 @@ def run(
 @guarded
 def agent(
     ctx: typer.Context,
-    stage: Annotated[str, typer.Argument(help="extract, solve, validate or manage.")],
+    stage: Annotated[
+        str, typer.Argument(help="extract, solve, validate or manage.", metavar="STAGE")
+    ],
     handler: Annotated[
         list[str] | None,
         typer.Option("--handler", help="Handler for this stage (repeatable, in order)."),

@@ -29,7 +29,8 @@ from riddlectl.errors import ExitCode
 def status(
     ctx: typer.Context,
     ids: Annotated[
-        list[str] | None, typer.Argument(help="Riddle ids (- reads them from stdin).")
+        list[str] | None,
+        typer.Argument(help="Riddle ids (- reads them from stdin).", metavar="ID"),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object.")] = False,
     as_jsonl: Annotated[bool, typer.Option("--jsonl", help="One riddle per line.")] = False,
@@ -103,7 +104,9 @@ def show(ctx: typer.Context, riddle_id: Annotated[str, typer.Argument(metavar="I
 @guarded
 def result(
     ctx: typer.Context,
-    ids: Annotated[list[str], typer.Argument(help="Riddle ids (- reads them from stdin).")],
+    ids: Annotated[
+        list[str], typer.Argument(help="Riddle ids (- reads them from stdin).", metavar="ID")
+    ],
     wait: Annotated[bool, typer.Option("--wait", help="Wait until every riddle is final.")] = False,
     timeout: Annotated[float | None, typer.Option(help="With --wait: seconds to wait.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="The documents as JSON.")] = False,

@@ -60,7 +60,9 @@ def _complete_data(ctx: typer.Context, incomplete: str) -> list[str]:
 @guarded
 def submit(
     ctx: typer.Context,
-    files: Annotated[list[str] | None, typer.Argument(help="JSON files, or - for stdin.")] = None,
+    files: Annotated[
+        list[str] | None, typer.Argument(help="JSON files, or - for stdin.", metavar="FILE")
+    ] = None,
     question: Annotated[str | None, typer.Option(help="Build a riddle with this question.")] = None,
     context: Annotated[str, typer.Option(help="Context of the riddle built from flags.")] = "",
     data: Annotated[

@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 from collections.abc import Iterator
+from importlib.metadata import version
 from pathlib import Path
 
 import orjson
@@ -237,3 +238,41 @@ def test_the_repository_spool_works_as_shipped(tmp_path: Path, data_dir: Path) -
     assert riddle_id
     assert cli("run", "--once", "--quiet").code == 0
     assert cli("result", riddle_id).out == "150\n"
+
+
+# -- usage errors ------------------------------------------------------------------------------
+
+USAGE = 2
+
+
+@pytest.mark.parametrize(
+    ("args", "line"),
+    [
+        (["submit", "--bogus"], "riddlectl: submit: no such option: --bogus"),
+        (["purge"], "riddlectl: purge: missing option '--older-than'"),
+        (["result"], "riddlectl: result: missing argument 'ID'"),
+        (["show"], "riddlectl: show: missing argument 'ID'"),
+        (["bogus"], "riddlectl: no such command 'bogus'"),
+        (["--bogus"], "riddlectl: no such option: --bogus"),
+        (["status", "--limit", "x"], "riddlectl: status: invalid value for '--limit'"),
+        (["run", "--once", "true"], "riddlectl: run: got unexpected extra argument(s) (true)"),
+        (["run", "--concurrency", "0"], "riddlectl: run: invalid value for '--concurrency'"),
+        (["agent"], "riddlectl: agent: missing argument 'STAGE'"),
+    ],
+)
+def test_usage_errors_are_one_line(cli: Cli, args: list[str], line: str) -> None:
+    error = one_line(cli(*args), USAGE)
+    assert error.startswith(line), error
+
+
+def test_flags_show_as_flags_in_help(cli: Cli) -> None:
+    for command in ("run", "agent", "submit", "status", "doctor"):
+        shown = cli(command, "--help")
+        assert shown.code == 0 and "<bool>" not in shown.out, shown.out
+    assert "--once " in cli("run", "--help").out
+    assert cli("run", "--once", "--help").code == 0
+
+
+def test_version() -> None:
+    shown = Cli(Path("unused"), Path("unused"))("--version")
+    assert (shown.code, shown.out, shown.err) == (0, f"riddlectl {version('riddlectl')}\n", "")
