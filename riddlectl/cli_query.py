@@ -63,6 +63,9 @@ def _show_status(
     as_json: bool,
     as_jsonl: bool,
 ) -> None:
+    if stage == report.CORRUPT and not wanted:
+        _show_corrupt(settings, spool, as_json, as_jsonl)
+        return
     if wanted:
         riddles = report.by_ids(spool, wanted)
     elif stage:
@@ -77,6 +80,21 @@ def _show_status(
         emit_json({"spool": str(settings.spool), "counts": counts, "riddles": riddles})
     else:
         _print_status(report.counts(spool), riddles, bool(wanted))
+
+
+def _show_corrupt(settings: Any, spool: Any, as_json: bool, as_jsonl: bool) -> None:
+    """`status --stage corrupt`: the files set aside, each with its reason."""
+    files = report.corrupt_files(spool)
+    if as_jsonl:
+        emit_jsonl(files)
+    elif as_json:
+        emit_json({"spool": str(settings.spool), "counts": report.counts(spool), "corrupt": files})
+    else:
+        typer.echo("  ".join(f"{name} {n}" for name, n in report.counts(spool).items()))
+        if files:
+            typer.echo(f"{'FILE':28} REASON")
+        for f in files:
+            typer.echo(f"{f['file']:28} {f['reason']}")
 
 
 def _print_status(counts: dict[str, int], riddles: list[dict[str, Any]], detailed: bool) -> None:

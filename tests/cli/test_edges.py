@@ -16,7 +16,7 @@ import orjson
 import pytest
 
 from riddlectl.cli import app
-from tests.conftest import ROOT, Cli, Completed, example_doc
+from tests.conftest import ROOT, Cli, Completed, example_doc, write_json
 
 # Every command, with arguments that would make it act on a spool holding `r1` (done) and
 # `p1` (waiting in incoming/). `bench` is left out: it makes its own temporary spool.
@@ -276,3 +276,76 @@ def test_flags_show_as_flags_in_help(cli: Cli) -> None:
 def test_version() -> None:
     shown = Cli(Path("unused"), Path("unused"))("--version")
     assert (shown.code, shown.out, shown.err) == (0, f"riddlectl {version('riddlectl')}\n", "")
+
+
+# -- input: places, empty input, byte order marks ---------------------------------------------
+
+
+def test_submit_names_the_line_of_a_syntax_error(cli: Cli, tmp_path: Path) -> None:
+    pretty = tmp_path / "pretty.json"
+    pretty.write_text('{\n  "riddle": {\n    "question": "x * y ="\n  },\n}\n')
+    one_line(cli("submit", str(pretty)), USAGE, f"{pretty}:4:4: not valid JSON", "trailing comma")
+
+
+def test_submit_numbers_documents_from_one(cli: Cli, tmp_path: Path) -> None:
+    good = orjson.dumps(example_doc()).decode()
+    bad = orjson.dumps({"riddle": {"question": 7}}).decode()
+    lines = f"{good}\n\n{bad}\n"
+    one_line(cli("submit", "-", input=lines), USAGE, "<stdin>:3: riddle.question")
+    batch = write_json(tmp_path / "batch.json", [example_doc(), {"riddle": {"question": 7}}])
+    one_line(cli("submit", str(batch)), USAGE, f"{batch}[2]: riddle.question")
+    assert list((cli.spool / "incoming").iterdir()) == []
+
+
+@pytest.mark.parametrize("question", ["", "   ", "\t\n"])
+def test_submit_refuses_an_empty_question(cli: Cli, tmp_path: Path, question: str) -> None:
+    one_line(cli("submit", "--question", question), USAGE, "riddle.question", "empty")
+    doc = write_json(tmp_path / "q.json", {"riddle": {"question": question}})
+    one_line(cli("submit", str(doc)), USAGE, str(doc), "riddle.question", "empty")
+    assert list((cli.spool / "incoming").iterdir()) == []
+
+
+@pytest.mark.parametrize("given", ["[]", "[ ]\n", "", "\n"])
+def test_submit_of_nothing_says_so(cli: Cli, given: str) -> None:
+    done = cli("submit", "-", input=given)
+    one_line(done, USAGE, "nothing to submit")
+    assert done.out == ""
+
+
+def test_a_byte_order_mark_is_accepted(cli: Cli, tmp_path: Path) -> None:
+    bom = b"\xef\xbb\xbf"
+    submitted = tmp_path / "bom.json"
+    submitted.write_bytes(bom + orjson.dumps(example_doc(id="bom1")))
+    assert cli("submit", str(submitted)).out == "bom1\n"
+    dropped = cli.spool / "incoming" / "bom2.json"
+    dropped.write_bytes(bom + orjson.dumps(example_doc()))
+    assert cli("run", "--once", "--quiet").code == 0
+    assert cli("result", "bom1", "bom2").out == "bom1\t150\nbom2\t150\n"
+    assert list((cli.spool / "corrupt").iterdir()) == []
+
+
+# -- status --stage corrupt -------------------------------------------------------------------
+
+
+def test_status_lists_the_corrupt_files_with_their_reasons(cli: Cli) -> None:
+    incoming = cli.spool / "incoming"
+    (incoming / "garbage.json").write_text("{nope")
+    write_json(incoming / "wrongtype.json", {"riddle": {"question": 7}})
+    for name in ("garbage.json", "wrongtype.json"):
+        os.utime(incoming / name, (1, 1))  # past the drop-in grace
+    assert cli("run", "--once", "--quiet").code == 0
+    text = cli("status", "--stage", "corrupt")
+    assert text.code == 0, text.err
+    assert "garbage.json" in text.out and "not valid JSON" in text.out
+    assert "wrongtype.json" in text.out and "riddle.question" in text.out
+    listed = cli("status", "--stage", "corrupt", "--jsonl").out
+    rows = [orjson.loads(line) for line in listed.splitlines()]
+    assert [(r["file"], r["queue"]) for r in rows] == [
+        ("garbage.json", "corrupt"),
+        ("wrongtype.json", "corrupt"),
+    ]
+    assert "riddle.question" in rows[1]["reason"]
+    whole = cli("status", "--stage", "corrupt", "--json").json()
+    assert whole["counts"]["corrupt"] == 2
+    assert [f["file"] for f in whole["corrupt"]] == ["garbage.json", "wrongtype.json"]
+    assert cli("status", "--stage", "corrupt", "--jsonl", "--limit", "1").code == 0

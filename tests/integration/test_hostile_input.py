@@ -164,7 +164,7 @@ CASES = [
     Hostile(
         "malformed-json",
         lambda d, o: b'{"riddle": {"question": "x * y ="}, "data": [',
-        ("not valid JSON", "line"),
+        ("not valid JSON", ".json:1:46:"),
         "corrupt",
     ),
     Hostile("not-an-object", lambda d, o: b'"x * y ="', ("JSON object",), "corrupt"),
@@ -370,7 +370,7 @@ def test_submit_refuses_a_whole_batch_for_one_hostile_document(
     path = write(tmp_path / "batch.json", orjson.dumps(batch), mtime=None)
     res = cli("submit", str(path))
     assert res.code == 2, (res.code, res.out, res.err)
-    one_error_line(res, "batch.json[1]", "id")
+    one_error_line(res, "batch.json[2]", "id")
     assert_nothing_written(spool_dir)
 
 
