@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import shutil
 import subprocess
+import sys
 from collections.abc import Iterator
 from importlib.metadata import version
 from pathlib import Path
@@ -349,3 +351,67 @@ def test_status_lists_the_corrupt_files_with_their_reasons(cli: Cli) -> None:
     assert whole["counts"]["corrupt"] == 2
     assert [f["file"] for f in whole["corrupt"]] == ["garbage.json", "wrongtype.json"]
     assert cli("status", "--stage", "corrupt", "--jsonl", "--limit", "1").code == 0
+
+
+# -- the README's Python handler, exactly as printed ------------------------------------------
+
+
+def readme_python_handler() -> tuple[str, str, list[str]]:
+    """(file name, code, command) of the README's "A handler in Python"."""
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("### A handler in Python", 1)[1].split("\n### ", 1)[0]
+    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+    name = code.splitlines()[0].removeprefix("# ").strip()
+    command = next(part for part in section.split("`") if part.startswith("riddlectl run "))
+    return name, code, shlex.split(command)
+
+
+def test_the_readme_python_handler_runs_as_printed(tmp_path: Path, data_dir: Path) -> None:
+    name, code, command = readme_python_handler()
+    assert "--once" in command, "the README's command must end by itself to be tried"
+    work = tmp_path / "work"
+    (work / "data").mkdir(parents=True)
+    shutil.copytree(data_dir, work / "data" / "share")
+    (work / name).write_text(code)
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+
+    def riddlectl(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            list(args), cwd=work, env=env, capture_output=True, text=True, timeout=120
+        )
+
+    assert riddlectl("riddlectl", "init").returncode == 0
+    flags = ["--no-validate", "--no-extract"]
+    riddlectl("riddlectl", "submit", "--id", "w1", "--question", "How is the weather?", *flags)
+    riddlectl(
+        "riddlectl",
+        "submit",
+        "--id",
+        "c1",
+        "--question",
+        "x * y =",
+        "--data",
+        "example/x.txt",
+        "--data",
+        "example/y.txt",
+    )
+    ran = riddlectl(*command)
+    assert ran.returncode == 0 and "Traceback" not in ran.stderr, ran.stderr
+    assert riddlectl("riddlectl", "result", "w1", "c1").stdout == "w1\tsunny\nc1\t150\n"
+
+
+@pytest.mark.parametrize(
+    ("code", "spec", "needle"),
+    [
+        ("1 / 0\n", "broken_here:solve", "ZeroDivisionError"),
+        ("def solve(:\n", "broken_here:solve", "SyntaxError"),
+        ("solve = 3\n", "broken_here:solve", "not callable"),
+        ("", "broken_here:nope", "has no nope"),
+        ("", "not_anywhere_at_all:solve", "No module named"),
+    ],
+)
+def test_a_python_handler_that_cannot_load_is_one_line(
+    cli: Cli, tmp_path: Path, code: str, spec: str, needle: str
+) -> None:
+    (tmp_path / "broken_here.py").write_text(code)  # the test runs in tmp_path
+    one_line(cli("run", "--once", "--handler", f"solve={spec}"), USAGE, spec, needle)
