@@ -6,10 +6,15 @@ from __future__ import annotations
 
 import contextlib
 import os
+import pty
+import re
+import select
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from importlib.metadata import version
 from pathlib import Path
@@ -415,3 +420,34 @@ def test_a_python_handler_that_cannot_load_is_one_line(
 ) -> None:
     (tmp_path / "broken_here.py").write_text(code)  # the test runs in tmp_path
     one_line(cli("run", "--once", "--handler", f"solve={spec}"), USAGE, spec, needle)
+
+
+# -- status --watch on a terminal -------------------------------------------------------------
+
+
+def test_status_watch_redraws_in_place_on_a_terminal(cli: Cli) -> None:
+    assert cli("submit", "--id", "tw", "--question", "x * y =").code == 0
+    main, child = pty.openpty()
+    env = {**os.environ, "TERM": "xterm", "COLUMNS": "100", "LINES": "40"}
+    watcher = subprocess.Popen(
+        cli.argv("status", "--watch"), stdout=child, stderr=subprocess.PIPE, env=env
+    )
+    os.close(child)
+    seen, held = b"", False
+    cursor_up = re.compile(rb"\x1b\[\d*A")
+    try:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            if select.select([main], [], [], 0.2)[0]:
+                seen += os.read(main, 65536)
+            if not held and b"incoming" in seen:
+                held = cli("hold", "tw").code == 0
+            if held and b"tw                           hold" in seen and cursor_up.search(seen):
+                break
+    finally:
+        watcher.send_signal(signal.SIGINT)
+        _, err = watcher.communicate(timeout=10)
+        os.close(main)
+    assert watcher.returncode == 0 and b"Traceback" not in err, err
+    assert b"tw                           hold" in seen, seen
+    assert cursor_up.search(seen), f"no cursor movement: the table was reprinted: {seen!r}"
