@@ -39,7 +39,7 @@ def status(
     stage: Annotated[
         str | None, typer.Option(help="Only this stage's inbox or this queue.")
     ] = None,
-    limit: Annotated[int, typer.Option(help="Recent riddles listed without ids.")] = 20,
+    limit: Annotated[int, typer.Option(help="Recent riddles listed without ids.", min=0)] = 20,
     watch: Annotated[bool, typer.Option("--watch", help="Refresh every second.")] = False,
 ) -> None:
     """Counts per queue and recent riddles; or each given riddle's state."""
@@ -160,7 +160,9 @@ def result(
         list[str], typer.Argument(help="Riddle ids (- reads them from stdin).", metavar="ID")
     ],
     wait: Annotated[bool, typer.Option("--wait", help="Wait until every riddle is final.")] = False,
-    timeout: Annotated[float | None, typer.Option(help="With --wait: seconds to wait.")] = None,
+    timeout: Annotated[
+        float | None, typer.Option(help="With --wait: seconds to wait.", min=0)
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="The documents as JSON.")] = False,
 ) -> None:
     """Print each riddle's solution; exit 1 if one failed, 4 if one is not final."""

@@ -31,7 +31,11 @@ def init(ctx: typer.Context) -> None:
     """Create the spool layout and the data directory; idempotent."""
     settings = resolve(ctx)
     runtime.open_spool(settings, writable=True)
-    Path(settings.data_dir).mkdir(parents=True, exist_ok=True)
+    data_dir = Path(settings.data_dir)
+    try:
+        data_dir.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        raise RiddleError("not a directory", where=str(data_dir), field="--data-dir") from None
     typer.echo(f"spool ready at {settings.spool}", err=True)
 
 
@@ -81,9 +85,15 @@ def submit(
     riddle_id: Annotated[
         str | None, typer.Option("--id", help="Id of the riddle built from flags.")
     ] = None,
-    priority: Annotated[int | None, typer.Option(help="Priority (higher first).")] = None,
+    priority: Annotated[
+        int | None,
+        # A document holds 64-bit integers: a bigger priority could never be stored.
+        typer.Option(help="Priority (higher first).", min=-(2**63), max=2**63 - 1),
+    ] = None,
     wait: Annotated[bool, typer.Option("--wait", help="Wait and print the results.")] = False,
-    timeout: Annotated[float | None, typer.Option(help="With --wait: seconds to wait.")] = None,
+    timeout: Annotated[
+        float | None, typer.Option(help="With --wait: seconds to wait.", min=0)
+    ] = None,
 ) -> None:
     """Submit riddles; prints each new id on its own line."""
     settings = resolve(ctx)

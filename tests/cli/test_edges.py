@@ -451,3 +451,50 @@ def test_status_watch_redraws_in_place_on_a_terminal(cli: Cli) -> None:
     assert watcher.returncode == 0 and b"Traceback" not in err, err
     assert b"tw                           hold" in seen, seen
     assert cursor_up.search(seen), f"no cursor movement: the table was reprinted: {seen!r}"
+
+
+# -- hostile values ---------------------------------------------------------------------------
+
+HOSTILE_IDS = ["-a", "../x", "a" * 200, "a/b", "\u00e9t\u00e9", ".hidden", ""]
+
+
+@pytest.mark.parametrize(
+    "command", ["status", "show", "result", "retry", "hold", "release", "cancel"]
+)
+@pytest.mark.parametrize("riddle_id", HOSTILE_IDS, ids=lambda i: repr(i[:12]))
+def test_hostile_ids_are_unknown_in_one_line(cli: Cli, command: str, riddle_id: str) -> None:
+    line = one_line(cli(command, "--", riddle_id), 3)
+    assert len(line) < 200, line
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["submit", "--question", "q", "--priority", "9" * 23], "--priority"),
+        (["submit", "--question", "q", "--priority", "-" + "9" * 23], "--priority"),
+        (["submit", "--question", "q", "--wait", "--timeout", "-1"], "--timeout"),
+        (["result", "r1", "--wait", "--timeout", "-1"], "--timeout"),
+        (["status", "--limit", "-5"], "--limit"),
+        (["purge", "--older-than", "-1s"], "--older-than"),
+    ],
+)
+def test_out_of_range_values_are_usage_errors(cli: Cli, args: list[str], needle: str) -> None:
+    one_line(cli(*args), USAGE, needle)
+    assert list((cli.spool / "incoming").iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("doc", "field"),
+    [
+        ('{"riddle": {"question": "q"}, "priority": 1e30}', "priority"),
+        ('{"riddle": {"question": "q"}, "status": {"trial": 1e30}}', "status.trial"),
+        (f'{{"riddle": {{"question": "q"}}, "contacts": {2**70}}}', "contacts"),
+        (f'{{"riddle": {{"question": "q"}}, "data": [{{"file_plain": {2**63}}}]}}', "data[0]"),
+    ],
+)
+def test_huge_numbers_in_a_document_are_refused(cli: Cli, doc: str, field: str) -> None:
+    one_line(cli("submit", "-", input=doc), USAGE, field)
+
+
+def test_a_data_dir_that_is_a_file_is_named(cli: Cli) -> None:
+    one_line(Cli(cli.spool, Path("/etc/passwd"))("init"), USAGE, "/etc/passwd", "not a directory")
