@@ -40,6 +40,7 @@ def init(ctx: typer.Context) -> None:
 
 
 @app.command()
+@guarded
 def schema() -> None:
     """Print the JSON Schema of the riddle document."""
     emit_json(riddle_json_schema())

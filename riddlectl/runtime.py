@@ -69,7 +69,7 @@ def check_spool(root: Path) -> None:
     # make the rest of the layout if it is missing (see FsSpool.init).
     if not (root / "incoming").is_dir():
         raise SpoolUnusable(
-            "not a spool (it has no incoming/); create one with `riddlectl init`",
+            "not a spool (it has no incoming/); create one with riddlectl init",
             where=str(root),
         )
 
@@ -90,7 +90,7 @@ def spool_error(exc: OSError, root: Path) -> SpoolUnusable:
     return SpoolUnusable(exc.strerror or str(exc), where=str(exc.filename or root))
 
 
-NO_SPOOL = "no spool here (create one with `riddlectl init`)"
+NO_SPOOL = "no spool here (create one with riddlectl init)"
 
 
 def event_log(settings: Settings) -> EventLog:

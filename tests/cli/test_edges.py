@@ -498,3 +498,40 @@ def test_huge_numbers_in_a_document_are_refused(cli: Cli, doc: str, field: str) 
 
 def test_a_data_dir_that_is_a_file_is_named(cli: Cli) -> None:
     one_line(Cli(cli.spool, Path("/etc/passwd"))("init"), USAGE, "/etc/passwd", "not a directory")
+
+
+def test_a_bug_is_one_line_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No bug can be produced on purpose, so one is planted: still one line, exit 70."""
+    from riddlectl import cli as cli_module
+    from riddlectl import report
+
+    spool = tmp_path / "spool"
+    assert Cli(spool, tmp_path)("init").code == 0
+
+    def planted(*args: object) -> None:
+        raise RuntimeError("planted")
+
+    monkeypatch.setattr(report, "counts", planted)
+    with pytest.raises(SystemExit) as exited:
+        cli_module.main(["--spool", str(spool), "status"])
+    assert exited.value.code == 70
+    err = capsys.readouterr().err
+    assert err.splitlines() == [
+        "riddlectl: internal error: RuntimeError: planted (RIDDLECTL_DEBUG=1 shows the traceback)"
+    ]
+    monkeypatch.setenv("RIDDLECTL_DEBUG", "1")
+    with pytest.raises(RuntimeError, match="planted"):
+        cli_module.main(["--spool", str(spool), "status"])
+
+
+@pytest.mark.parametrize("args", [["events"], ["status", "--jsonl", "--stage", "extract"]])
+def test_output_into_a_closed_pipe_is_quiet(cli: Cli, args: list[str]) -> None:
+    docs = b"\n".join(orjson.dumps(example_doc(id=f"p{i:04}")) for i in range(600))
+    assert cli("submit", "-", input=docs).code == 0  # far more than a pipe holds
+    proc = subprocess.run(
+        ["bash", "-c", f"set -o pipefail; {shlex.join(cli.argv(*args))} | head -c 1"],
+        capture_output=True,
+    )
+    assert (proc.returncode, proc.stderr, proc.stdout) == (0, b"", b"{")
