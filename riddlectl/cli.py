@@ -6,10 +6,13 @@ renders the result for people (or as JSON), and maps errors to the exit codes of
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import logging
+import os
 import sys
 from collections.abc import Callable
+from importlib.metadata import version as package_version
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
@@ -19,6 +22,7 @@ import typer
 from riddlectl import settings as settings_mod
 from riddlectl.errors import ExitCode, RiddleError
 from riddlectl.identity import Actor
+from riddlectl.runtime import spool_error
 from riddlectl.settings import ENV_VARS, Settings
 
 app = typer.Typer(
@@ -27,13 +31,19 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=True,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,
 )
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
 def guarded(fn: F) -> F:
-    """Turn library errors into one stderr line and the documented exit code."""
+    """Turn library errors into one stderr line and the documented exit code.
+
+    Any `OSError` that gets this far is the spool's (or the data directory's) doing: a
+    full or read-only disk, a path that is not a directory. It becomes one line naming
+    the path, with exit 5.
+    """
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -44,10 +54,21 @@ def guarded(fn: F) -> F:
         except TimeoutError as exc:
             fail(str(exc), ExitCode.TIMEOUT)
         except BrokenPipeError:  # `riddlectl status --jsonl | head`
-            sys.stderr.close()
+            _quiet_stdout()
             raise typer.Exit(0) from None
+        except OSError as exc:
+            flags = getattr(kwargs.get("ctx"), "obj", None) or {}
+            fail(str(spool_error(exc, settings_mod.spool_path(flags))), ExitCode.SPOOL_UNUSABLE)
 
     return wrapper  # type: ignore[return-value]
+
+
+def _quiet_stdout() -> None:
+    """After a closed pipe, point stdout at /dev/null so the exit flush cannot fail again."""
+    with contextlib.suppress(OSError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
 
 
 def fail(message: str, code: int) -> None:
@@ -66,13 +87,23 @@ def emit_jsonl(values: list[Any]) -> None:
     sys.stdout.flush()
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"riddlectl {package_version('riddlectl')}")
+        raise typer.Exit(0)
+
+
 @app.callback()
 def main_options(
     ctx: typer.Context,
     spool: Annotated[
         Path | None,
         typer.Option(
-            "--spool", envvar=ENV_VARS["spool"], help="Spool directory.", show_default="./spool"
+            "--spool",
+            envvar=ENV_VARS["spool"],
+            help="Spool directory.",
+            show_default="./spool",
+            metavar="PATH",
         ),
     ] = None,
     data_dir: Annotated[
@@ -82,8 +113,15 @@ def main_options(
             envvar=ENV_VARS["data_dir"],
             help="Data directory that file_plain paths are relative to.",
             show_default="./data/share",
+            metavar="PATH",
         ),
     ] = None,
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", help="Print the version and exit.", callback=_print_version, is_eager=True
+        ),
+    ] = False,
 ) -> None:
     ctx.obj = {"spool": spool, "data_dir": data_dir}
 
@@ -110,12 +148,47 @@ def read_ids(ids: list[str]) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    """The `riddlectl` command: every way out is an exit code, never a traceback."""
     # watchdog logs an error when an observer stops while events are queued; harmless at
     # shutdown, and stderr is for our one-line errors.
     logging.getLogger("watchdog").addHandler(logging.NullHandler())
     logging.getLogger("watchdog").propagate = False
-    app()
+    try:
+        # Not standalone: click's own error display is a usage block; ours is one line.
+        code = app(args=argv, prog_name="riddlectl", standalone_mode=False)
+    except typer.TyperException as exc:  # click's usage errors (bad option, missing argument)
+        code = usage_error(exc)
+    except typer.Abort:  # end of input at a prompt
+        code = 130
+    except BrokenPipeError:
+        _quiet_stdout()
+        code = 0
+    except Exception as exc:  # a bug: still one line, the traceback on request
+        if os.environ.get("RIDDLECTL_DEBUG"):
+            raise
+        typer.echo(
+            f"riddlectl: internal error: {type(exc).__name__}: {exc} "
+            "(RIDDLECTL_DEBUG=1 shows the traceback)",
+            err=True,
+        )
+        code = ExitCode.INTERNAL
+    sys.exit(int(code) if isinstance(code, int) else 0)
+
+
+def usage_error(exc: Exception) -> int:
+    """Print a click usage error as `riddlectl: COMMAND: message`; its exit code (2)."""
+    ctx = getattr(exc, "ctx", None)
+    if getattr(exc, "show", None) and type(exc).__name__ == "NoArgsIsHelpError":
+        exc.show()  # type: ignore[attr-defined]  # `riddlectl` alone: the help
+        return int(getattr(exc, "exit_code", ExitCode.USAGE))
+    format_message = getattr(exc, "format_message", None)
+    message = format_message() if callable(format_message) else str(exc)
+    message = message.strip().rstrip(".")
+    message = message[:1].lower() + message[1:]
+    place = ctx.info_name if ctx is not None and ctx.parent is not None else None
+    typer.echo(f"riddlectl: {place + ': ' if place else ''}{message}", err=True)
+    return int(getattr(exc, "exit_code", ExitCode.USAGE))
 
 
 # The commands live in their own modules and register themselves on `app` when imported.

@@ -26,12 +26,14 @@ from riddlectl.queues import Queue
 
 def _acting(ctx: typer.Context, command: str) -> Any:
     settings = resolve(ctx)
-    spool = runtime.open_spool(settings, create=False)
+    spool = runtime.open_spool(settings, create=False, writable=True)
     spool.on_wait = _say_waiting  # a command waiting on an agent says so, not stays silent
     return runtime.pipeline(settings, spool, actor(command))
 
 
-IdsArg = Annotated[list[str] | None, typer.Argument(help="Riddle ids (- reads them from stdin).")]
+IdsArg = Annotated[
+    list[str] | None, typer.Argument(help="Riddle ids (- reads them from stdin).", metavar="ID")
+]
 
 
 def _each(pipeline: Any, command: str, ids: list[str], act: Callable[[str], str]) -> None:

@@ -107,6 +107,9 @@ def run(
         max_trials=max_trials,
         handlers=_handler_flags(handler or []) or None,
     )
+    # Only `init` makes a spool. A long-running agent waits out a read-only spool; a
+    # --once run (cron) is told at once.
+    runtime.open_spool(settings, create=False, writable=once)
     stop = _stop_on_signals()
     if quiet or as_json or not sys.stdout.isatty():
         summary = run_agents(settings, chosen, once=once, concurrency=concurrency, stop=stop)
@@ -129,7 +132,9 @@ def run(
 @guarded
 def agent(
     ctx: typer.Context,
-    stage: Annotated[str, typer.Argument(help="extract, solve, validate or manage.")],
+    stage: Annotated[
+        str, typer.Argument(help="extract, solve, validate or manage.", metavar="STAGE")
+    ],
     handler: Annotated[
         list[str] | None,
         typer.Option("--handler", help="Handler for this stage (repeatable, in order)."),
@@ -149,6 +154,7 @@ def agent(
     settings = resolve(
         ctx, timeout=timeout, max_attempts=max_attempts, max_trials=max_trials, handlers=handlers
     )
+    runtime.open_spool(settings, create=False, writable=once)  # as for `run`
     summary = run_agents(
         settings,
         (stage,),

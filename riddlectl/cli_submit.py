@@ -30,12 +30,17 @@ from riddlectl.models import riddle_json_schema
 def init(ctx: typer.Context) -> None:
     """Create the spool layout and the data directory; idempotent."""
     settings = resolve(ctx)
-    runtime.open_spool(settings)
-    Path(settings.data_dir).mkdir(parents=True, exist_ok=True)
+    runtime.open_spool(settings, writable=True)
+    data_dir = Path(settings.data_dir)
+    try:
+        data_dir.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        raise RiddleError("not a directory", where=str(data_dir), field="--data-dir") from None
     typer.echo(f"spool ready at {settings.spool}", err=True)
 
 
 @app.command()
+@guarded
 def schema() -> None:
     """Print the JSON Schema of the riddle document."""
     emit_json(riddle_json_schema())
@@ -60,7 +65,9 @@ def _complete_data(ctx: typer.Context, incomplete: str) -> list[str]:
 @guarded
 def submit(
     ctx: typer.Context,
-    files: Annotated[list[str] | None, typer.Argument(help="JSON files, or - for stdin.")] = None,
+    files: Annotated[
+        list[str] | None, typer.Argument(help="JSON files, or - for stdin.", metavar="FILE")
+    ] = None,
     question: Annotated[str | None, typer.Option(help="Build a riddle with this question.")] = None,
     context: Annotated[str, typer.Option(help="Context of the riddle built from flags.")] = "",
     data: Annotated[
@@ -79,12 +86,19 @@ def submit(
     riddle_id: Annotated[
         str | None, typer.Option("--id", help="Id of the riddle built from flags.")
     ] = None,
-    priority: Annotated[int | None, typer.Option(help="Priority (higher first).")] = None,
+    priority: Annotated[
+        int | None,
+        # A document holds 64-bit integers: a bigger priority could never be stored.
+        typer.Option(help="Priority (higher first).", min=-(2**63), max=2**63 - 1),
+    ] = None,
     wait: Annotated[bool, typer.Option("--wait", help="Wait and print the results.")] = False,
-    timeout: Annotated[float | None, typer.Option(help="With --wait: seconds to wait.")] = None,
+    timeout: Annotated[
+        float | None, typer.Option(help="With --wait: seconds to wait.", min=0)
+    ] = None,
 ) -> None:
     """Submit riddles; prints each new id on its own line."""
     settings = resolve(ctx)
+    spool = runtime.open_spool(settings, create=False, writable=True)
     parsed = _submission(
         files or [],
         question,
@@ -96,7 +110,6 @@ def submit(
         riddle_id,
     )
     riddles = submitting.prepare(parsed, settings, priority)
-    spool = runtime.open_spool(settings)
     pipeline = runtime.pipeline(settings, spool, actor("submit"))
     ids = submitting.submit(pipeline, riddles)
     if wait:

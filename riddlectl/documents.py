@@ -49,41 +49,74 @@ def read_raw(path: str, limit: int = MAX_DOCUMENT_BYTES + 1) -> tuple[bytes | No
         os.close(fd)
 
 
-def loads(raw: bytes, where: str, limit: int = MAX_DOCUMENT_BYTES) -> Any:
-    """Parse JSON bytes, refusing documents over `limit` bytes."""
+BOM = b"\xef\xbb\xbf"  # editors on some systems start UTF-8 files with it; JSON has no use for it
+
+
+def loads(
+    raw: bytes, where: str, limit: int = MAX_DOCUMENT_BYTES, *, one_line: bool = False
+) -> Any:
+    """Parse JSON bytes, refusing documents over `limit` bytes.
+
+    A syntax error names its place as `where:LINE:COLUMN`, both counted from 1, or as
+    `where:COLUMN` for `one_line` (a line of JSON Lines, whose `where` names the line).
+    """
     if len(raw) > limit:
         raise InvalidDocument(
             f"document is {len(raw)} bytes, over the {limit}-byte limit", where=where
         )
     try:
-        return orjson.loads(raw)
+        return orjson.loads(raw.removeprefix(BOM))
     except orjson.JSONDecodeError as exc:
-        raise InvalidDocument(f"not valid JSON: {exc}", where=where) from exc
+        place = f"{where}:{exc.colno}" if one_line else f"{where}:{exc.lineno}:{exc.colno}"
+        raise InvalidDocument(f"not valid JSON: {exc.msg}", where=place) from exc
 
 
 def dumps(riddle: Riddle) -> bytes:
     return orjson.dumps(riddle.to_json())
 
 
-def split_submission(raw: bytes, where: str, limit: int = MAX_DOCUMENT_BYTES) -> list[Any]:
-    """The documents in a submission: one object, an array of them, or JSON Lines."""
-    text = raw.strip()
-    if not text:
-        raise InvalidDocument("no document given", where=where)
+def split_submission(
+    raw: bytes, where: str, limit: int = MAX_DOCUMENT_BYTES
+) -> list[tuple[str, Any]]:
+    """The documents in a submission, each with the place that names it: one object
+    (`where`), an array of them (`where[N]`), or JSON Lines (`where:LINE`); N and LINE
+    count from 1. `InvalidDocument` when there is nothing to submit.
+    """
+    text = raw.removeprefix(BOM)
+    if not text.strip():
+        raise InvalidDocument("nothing to submit (no document given)", where=where)
     try:
         value = loads(text, where, limit * 16)
     except InvalidDocument:
-        if b"\n" not in text:
+        if not _looks_like_json_lines(text):
             raise
         return _json_lines(text, where, limit)
-    return value if isinstance(value, list) else [value]
+    if not isinstance(value, list):
+        return [(where, value)]
+    if not value:
+        raise InvalidDocument("nothing to submit (an empty array)", where=where)
+    return [(f"{where}[{number}]", doc) for number, doc in enumerate(value, start=1)]
 
 
-def _json_lines(text: bytes, where: str, limit: int) -> list[Any]:
+def _looks_like_json_lines(text: bytes) -> bool:
+    """True when the first non-blank line is a JSON value of its own and more follow: a
+    pretty-printed document that does not parse is then reported as one, at its place."""
+    lines = [line for line in text.split(b"\n") if line.strip()]
+    if len(lines) < 2:
+        return False
+    try:
+        orjson.loads(lines[0])
+    except orjson.JSONDecodeError:
+        return False
+    return True
+
+
+def _json_lines(text: bytes, where: str, limit: int) -> list[tuple[str, Any]]:
     docs = []
     for number, line in enumerate(text.split(b"\n"), start=1):
         if line.strip():
-            docs.append(loads(line, f"{where}:{number}", limit))
+            place = f"{where}:{number}"
+            docs.append((place, loads(line, place, limit, one_line=True)))
     return docs
 
 
@@ -154,8 +187,17 @@ def to_riddle(obj: Any, where: str, default_id: str | None = None) -> Riddle:
         return Riddle.model_validate(obj)
     except ValidationError as exc:
         error = exc.errors()[0]
-        field = ".".join(str(part) for part in error["loc"]) or None
-        raise InvalidDocument(_first_line(error["msg"]), where=where, field=field) from None
+        raise InvalidDocument(
+            _first_line(error["msg"]), where=where, field=field_path(error["loc"])
+        ) from None
+
+
+def field_path(loc: tuple[int | str, ...]) -> str | None:
+    """A field's path as jq writes it and the data checks name it: `data[0].file_plain`."""
+    path = ""
+    for part in loc:
+        path += f"[{part}]" if isinstance(part, int) else f".{part}" if path else str(part)
+    return path or None
 
 
 def _first_line(message: str) -> str:

@@ -18,6 +18,7 @@ class ExitCode(IntEnum):
     UNKNOWN_ID = 3
     TIMEOUT = 4
     SPOOL_UNUSABLE = 5
+    INTERNAL = 70  # a bug in riddlectl (sysexits' EX_SOFTWARE); reported in one line too
 
 
 class RiddleError(Exception):

@@ -18,6 +18,8 @@ Names: a built-in (`text`, `calculator`, `gatekeeper`), an entry point in the gr
 from __future__ import annotations
 
 import importlib
+import os
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
@@ -107,18 +109,34 @@ def _entry_point(name: str) -> Any:
 
 
 def _import(spec: str) -> Any:
+    """`module:attr`, the module found as `python -m` finds it: in the current directory
+    too, so `my_agents.py` beside the spool works without installing it."""
     module_name, _, attr = spec.partition(":")
     if not attr:
         return None
+    _with_current_directory()
     try:
         target: Any = importlib.import_module(module_name)
     except ImportError as exc:
         raise ConfigError(f"cannot import {module_name}: {exc}", where=spec) from None
+    except Exception as exc:  # the module itself failed: a syntax error, a raise at import
+        raise ConfigError(
+            f"importing {module_name} failed: {type(exc).__name__}: {exc}", where=spec
+        ) from None
     for part in attr.split("."):
         target = getattr(target, part, None)
         if target is None:
             raise ConfigError(f"{module_name} has no {attr}", where=spec)
     return target
+
+
+def _with_current_directory() -> None:
+    # Appended, not put first as `python -m` does: a file in the current directory must not
+    # shadow the standard library or an installed package (a stray queue.py, say) for the
+    # rest of this process.
+    here = os.getcwd()
+    if here not in sys.path and "" not in sys.path:
+        sys.path.append(here)
 
 
 def load_stage(stage: str, specs: tuple[str, ...] | list[str]) -> list[NamedHandler]:

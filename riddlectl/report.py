@@ -12,6 +12,8 @@ from riddlectl.models import Riddle
 from riddlectl.queues import FINAL, INBOX, Queue
 from riddlectl.spool import Spool
 
+CORRUPT = "corrupt"  # not a queue of riddles, but listed by `status --stage corrupt`
+
 
 def queue_named(name: str) -> Queue:
     """A queue by its own name or by the stage whose inbox it is (`--stage solve`)."""
@@ -20,7 +22,7 @@ def queue_named(name: str) -> Queue:
     try:
         return Queue(name)
     except ValueError:
-        names = ", ".join([*INBOX, *(q.value for q in Queue if q not in INBOX.values())])
+        names = ", ".join([*INBOX, *(q.value for q in Queue if q not in INBOX.values()), CORRUPT])
         raise InvalidDocument(
             f"unknown stage or queue {name!r} (one of: {names})", where="--stage"
         ) from None
@@ -70,8 +72,18 @@ _QUEUE_NAMES = frozenset(q.value for q in Queue)
 
 def counts(spool: Spool) -> dict[str, int]:
     out = {queue.value: n for queue, n in spool.counts().items()}
-    out["corrupt"] = len(spool.corrupt_files())
+    out[CORRUPT] = len(corrupt_files(spool))
     return out
+
+
+def corrupt_files(spool: Spool) -> list[dict[str, str]]:
+    """The files set aside in `corrupt/`, by name, each with the reason beside it; none
+    when the directory is missing (a spool made by hand with only incoming/)."""
+    try:
+        found = spool.corrupt_files()
+    except FileNotFoundError:
+        return []
+    return [{"file": c.name, "queue": CORRUPT, "reason": c.reason} for c in found]
 
 
 def summaries(spool: Spool, listing: list[tuple[Queue, str]]) -> list[dict[str, Any]]:
@@ -128,4 +140,14 @@ def results(
         time.sleep(poll)
 
 
-__all__ = ["Result", "UnknownRiddle", "by_ids", "counts", "queue_named", "results", "summaries"]
+__all__ = [
+    "CORRUPT",
+    "Result",
+    "UnknownRiddle",
+    "by_ids",
+    "corrupt_files",
+    "counts",
+    "queue_named",
+    "results",
+    "summaries",
+]

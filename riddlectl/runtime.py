@@ -6,10 +6,12 @@ thing run the same code.
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
+from stat import S_ISDIR
 
-from riddlectl.errors import ConfigError
+from riddlectl.errors import SpoolUnusable
 from riddlectl.events import EventLog
 from riddlectl.extractions import ExtractionStore
 from riddlectl.fsspool import FsSpool
@@ -23,14 +25,72 @@ from riddlectl.spool import Spool
 from riddlectl.stages import StageContext
 
 
-def open_spool(settings: Settings, actor: Actor | None = None, *, create: bool = True) -> FsSpool:
-    """The spool of `settings`; made (idempotently) when `create`, else it must exist."""
+def open_spool(
+    settings: Settings,
+    actor: Actor | None = None,
+    *,
+    create: bool = True,
+    writable: bool = False,
+) -> FsSpool:
+    """The spool of `settings`.
+
+    `create`: made (idempotently) if need be; only `init` and the library do this.
+    Otherwise it must already be a spool (`SpoolUnusable` naming the path if it is
+    missing, not a directory, not a spool or unreadable). `writable`: it must be writable
+    too (else `SpoolUnusable`), and the directories a writer needs besides the queues are
+    made. Nothing is created in a place that is refused.
+    """
     root = Path(settings.spool)
-    if not create and not (root / "incoming").is_dir():
-        raise ConfigError(f"no spool at {root} (create one with `riddlectl init`)", where="--spool")
     spool = FsSpool(root, durable=settings.fsync, actor=actor, drop_in_grace=settings.drop_in_grace)
-    spool.init()
+    try:
+        if not create:
+            check_spool(root)
+        if create or writable:
+            if writable and root.is_dir():
+                check_writable(root)
+            spool.init()
+            if writable:
+                check_writable(root)
+    except OSError as exc:
+        raise spool_error(exc, root) from None
     return spool
+
+
+def check_spool(root: Path) -> None:
+    """`SpoolUnusable` unless `root` is a readable directory with the spool's layout."""
+    try:
+        info = os.stat(root)
+    except FileNotFoundError:
+        raise SpoolUnusable(NO_SPOOL, where=str(root)) from None
+    if not S_ISDIR(info.st_mode):
+        raise SpoolUnusable("not a directory, so not a spool", where=str(root))
+    os.listdir(root)  # PermissionError for a spool this user may not read
+    # incoming/ is where users drop riddles: the one directory every spool has. Writers
+    # make the rest of the layout if it is missing (see FsSpool.init).
+    if not (root / "incoming").is_dir():
+        raise SpoolUnusable(
+            "not a spool (it has no incoming/); create one with riddlectl init",
+            where=str(root),
+        )
+
+
+def check_writable(root: Path) -> None:
+    if os.statvfs(root).f_flag & os.ST_RDONLY:
+        raise SpoolUnusable("cannot write: the file system is read-only", where=str(root))
+    if not os.access(root, os.W_OK | os.X_OK):
+        raise SpoolUnusable("cannot write: Permission denied", where=str(root))
+
+
+def spool_error(exc: OSError, root: Path) -> SpoolUnusable:
+    """An `OSError` met on the spool, as the one-line error that names its path."""
+    if isinstance(exc, FileNotFoundError) and not root.exists():
+        return SpoolUnusable(NO_SPOOL, where=str(root))
+    if isinstance(exc, NotADirectoryError):
+        return SpoolUnusable("not a directory, so not a spool", where=str(root))
+    return SpoolUnusable(exc.strerror or str(exc), where=str(exc.filename or root))
+
+
+NO_SPOOL = "no spool here (create one with riddlectl init)"
 
 
 def event_log(settings: Settings) -> EventLog:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from riddlectl.errors import ConfigError
+from riddlectl.errors import ConfigError, SpoolUnusable
 
 DEFAULT_HANDLERS: dict[str, tuple[str, ...]] = {
     "extract": ("text",),
@@ -87,8 +87,10 @@ def _convert(name: str, value: Any, source: str) -> Any:
 def _from_config(path: Path) -> dict[str, Any]:
     try:
         raw = tomllib.loads(path.read_text("utf-8"))
-    except FileNotFoundError:
-        return {}
+    except (FileNotFoundError, NotADirectoryError):
+        return {}  # no config; a spool that is not a directory is refused where it is used
+    except OSError as exc:
+        raise SpoolUnusable(f"cannot read: {exc.strerror}", where=str(path)) from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(f"does not parse: {exc}", where=str(path)) from None
     known = {f.name for f in fields(Settings)} - {"spool"}
@@ -116,13 +118,19 @@ def _handlers_table(value: Any, source: str) -> dict[str, tuple[str, ...]]:
     return table
 
 
+def spool_path(flags: Mapping[str, Any], env: Mapping[str, str] | None = None) -> Path:
+    """The spool these flags (and the environment) name: flag > environment > default."""
+    env = os.environ if env is None else env
+    return Path(flags.get("spool") or env.get(ENV_VARS["spool"]) or Settings.spool)
+
+
 def resolve(
     flags: Mapping[str, Any] | None = None, env: Mapping[str, str] | None = None
 ) -> Settings:
     """Settings for this invocation. `flags` holds only the options given (None = unset)."""
     flags = {k: v for k, v in (flags or {}).items() if v is not None}
     env = os.environ if env is None else env
-    spool = Path(flags.get("spool") or env.get(ENV_VARS["spool"]) or Settings.spool)
+    spool = spool_path(flags, env)
     values: dict[str, Any] = {"spool": spool, **_from_config(spool / "config.toml")}
     for name, var in ENV_VARS.items():
         if name != "spool" and env.get(var):

@@ -63,11 +63,7 @@ def parse_sources(
     """(where, parsed JSON) for every document in every source; JSON errors raise."""
     parsed = []
     for source in sources:
-        docs = documents.split_submission(source.raw, source.name, limit)
-        several = len(docs) > 1
-        parsed += [
-            (f"{source.name}[{i}]" if several else source.name, d) for i, d in enumerate(docs)
-        ]
+        parsed += documents.split_submission(source.raw, source.name, limit)
     return parsed
 
 
@@ -88,6 +84,8 @@ def prepare(
                 where=where,
             )
         riddle = documents.to_riddle(obj, where)
+        if not riddle.riddle.question.strip():
+            raise InvalidDocument("must not be empty", where=where, field="riddle.question")
         if riddle.id is None:
             riddle.id = new_id()
         if riddle.id in seen:

@@ -14,6 +14,7 @@ import orjson
 import pytest
 
 from riddlectl import settings as settings_mod
+from riddlectl.fsspool import FsSpool
 from riddlectl.settings import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -95,6 +96,8 @@ class Cli:
 
 @pytest.fixture
 def cli(spool_dir: Path, data_dir: Path) -> Cli:
+    """The command on a spool made as `riddlectl init` makes it (only `init` makes one)."""
+    FsSpool(spool_dir).init()
     return Cli(spool_dir, data_dir)
 
 

@@ -30,8 +30,9 @@ def submit_flags(cli: Cli, riddle_id: str, *extra: str) -> None:
     assert done.code == 0, done.err
 
 
-def test_init_is_idempotent_and_status_needs_a_spool(cli: Cli) -> None:
-    assert cli("status").code == 2
+def test_init_is_idempotent_and_status_needs_a_spool(cli: Cli, tmp_path: Path) -> None:
+    cli = Cli(tmp_path / "new-spool", cli.data)
+    assert cli("status").code == 5
     assert "riddlectl init" in cli("status").err
     assert cli("init").code == 0 and cli("init").code == 0
     assert (cli.spool / "corrupt").is_dir() and (cli.spool / "tmp").is_dir()

@@ -164,7 +164,7 @@ CASES = [
     Hostile(
         "malformed-json",
         lambda d, o: b'{"riddle": {"question": "x * y ="}, "data": [',
-        ("not valid JSON", "line"),
+        ("not valid JSON", ".json:1:46:"),
         "corrupt",
     ),
     Hostile("not-an-object", lambda d, o: b'"x * y ="', ("JSON object",), "corrupt"),
@@ -370,7 +370,7 @@ def test_submit_refuses_a_whole_batch_for_one_hostile_document(
     path = write(tmp_path / "batch.json", orjson.dumps(batch), mtime=None)
     res = cli("submit", str(path))
     assert res.code == 2, (res.code, res.out, res.err)
-    one_error_line(res, "batch.json[1]", "id")
+    one_error_line(res, "batch.json[2]", "id")
     assert_nothing_written(spool_dir)
 
 
@@ -394,7 +394,7 @@ def test_submit_flags_refuse_hostile_id_and_path(cli: Cli, spool_dir: Path) -> N
 def drop_in_with_good(spool: Path, docs: dict[str, bytes], mtime: float | None = OLD) -> None:
     """Hostile files (NAME.json) and a good riddle, copied into incoming/ by "another
     program"; a hostile document without a valid `id` takes its file's stem."""
-    (spool / "incoming").mkdir(parents=True)
+    (spool / "incoming").mkdir(parents=True, exist_ok=True)
     write(spool / "incoming" / f"{GOOD}.json", orjson.dumps(example_doc(id=GOOD)), mtime=None)
     for name, raw in docs.items():
         write(spool / "incoming" / f"{name}.json", raw, mtime=mtime)
@@ -524,7 +524,7 @@ def test_submit_refuses_100mb_document_without_parsing_it(
 def test_drop_in_of_100mb_document_goes_to_corrupt_in_bounded_memory(
     cli: Cli, spool_dir: Path
 ) -> None:
-    (spool_dir / "incoming").mkdir(parents=True)
+    (spool_dir / "incoming").mkdir(parents=True, exist_ok=True)
     write(spool_dir / "incoming" / f"{GOOD}.json", orjson.dumps(example_doc(id=GOOD)), mtime=None)
     huge = write_huge(spool_dir / "incoming" / f"{HOSTILE}.json")
     os.utime(huge, (OLD, OLD))

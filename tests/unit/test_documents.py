@@ -67,14 +67,14 @@ def test_legacy_empty_strings_mean_absent() -> None:
 @pytest.mark.parametrize(
     ("raw", "expected"),
     [
-        (b"{not json", "f.json: not valid JSON"),
+        (b"{not json", "f.json:1:2: not valid JSON"),
         (b"[1, 2]", "f.json: expected a JSON object"),
         (b'{"riddle": {"question": 5}}', "f.json: riddle.question:"),
         (b'{"riddle": {}}', "f.json: riddle.question:"),
         (b'{"id": "../etc", "riddle": {"question": "q"}}', "f.json: id:"),
         (b'{"id": "a/b", "riddle": {"question": "q"}}', "f.json: id:"),
         (b'{"riddle": {"question": "q"}, "status": {"trial": -1}}', "f.json: status.trial:"),
-        (b"[" * 100_000 + b"]" * 100_000, "f.json: not valid JSON"),
+        (b"[" * 100_000 + b"]" * 100_000, "f.json:1:1026: not valid JSON: depth limit"),
     ],
 )
 def test_invalid_documents_name_file_and_field(raw: bytes, expected: str) -> None:
@@ -99,7 +99,7 @@ def test_submission_forms() -> None:
     assert len(documents.split_submission(one, "-")) == 1
     assert len(documents.split_submission(b"[" + one + b"," + one + b"]", "-")) == 2
     assert len(documents.split_submission(one + b"\n" + one + b"\n", "-")) == 2
-    with pytest.raises(InvalidDocument, match=r"-:2: not valid JSON"):
+    with pytest.raises(InvalidDocument, match=r"-:2:2: not valid JSON"):
         documents.split_submission(one + b"\n{oops\n", "-")
 
 
@@ -117,3 +117,51 @@ def test_read_raw_does_not_wait_on_a_fifo(tmp_path) -> None:
     os.mkfifo(fifo)
     raw, _ = documents.read_raw(str(fifo))  # would block forever without O_NONBLOCK
     assert raw is None
+
+
+PRETTY_WITH_TRAILING_COMMA = b"""{
+  "riddle": {
+    "question": "x * y ="
+  },
+}
+"""
+
+
+def test_syntax_error_of_a_pretty_printed_file_names_its_line_and_column() -> None:
+    with pytest.raises(InvalidDocument) as caught:
+        documents.split_submission(PRETTY_WITH_TRAILING_COMMA, "f.json")
+    assert str(caught.value) == "f.json:4:4: not valid JSON: trailing comma is not allowed"
+    with pytest.raises(InvalidDocument, match=r"^f\.json:4:4: not valid JSON"):
+        documents.parse(PRETTY_WITH_TRAILING_COMMA, "f.json")
+
+
+def test_places_in_a_submission_count_from_one() -> None:
+    one = b'{"riddle": {"question": "a"}}'
+    lines = documents.split_submission(b"\n" + one + b"\n\n" + one + b"\n", "in.jsonl")
+    assert [where for where, _ in lines] == ["in.jsonl:2", "in.jsonl:4"]
+    array = documents.split_submission(b"[" + one + b",\n" + one + b"]", "a.json")
+    assert [where for where, _ in array] == ["a.json[1]", "a.json[2]"]
+    assert [where for where, _ in documents.split_submission(one, "o.json")] == ["o.json"]
+    with pytest.raises(InvalidDocument, match=r"^in\.jsonl:3:4: not valid JSON"):
+        documents.split_submission(one + b"\n" + one + b"\n  {oops\n", "in.jsonl")
+
+
+def test_field_paths_are_written_alike() -> None:
+    doc = {"riddle": {"question": "q"}, "data": [{"file_plain": "a"}, {"file_plain": 7}]}
+    with pytest.raises(InvalidDocument) as caught:
+        documents.to_riddle(doc, "f.json")
+    assert caught.value.field == "data[1].file_plain"
+
+
+@pytest.mark.parametrize("raw", [b"[]", b" [ ]\n", b"", b"\n\n", b"\xef\xbb\xbf"])
+def test_an_empty_submission_is_nothing_to_submit(raw: bytes) -> None:
+    with pytest.raises(InvalidDocument, match="nothing to submit"):
+        documents.split_submission(raw, "<stdin>")
+
+
+def test_a_byte_order_mark_is_accepted() -> None:
+    bom = b"\xef\xbb\xbf"
+    one = b'{"id": "b1", "riddle": {"question": "a"}}'
+    assert documents.parse(bom + one, "f.json").id == "b1"
+    assert len(documents.split_submission(bom + one + b"\n" + one, "f.jsonl")) == 2
+    assert len(documents.split_submission(bom + b"[" + one + b"]", "f.json")) == 1
