@@ -133,10 +133,31 @@ class FsSpool(Spool):
     def add(self, riddles: Iterable[Riddle], queue: Queue | None = None) -> None:
         riddles = list(riddles)
         self.refuse_duplicates(riddles)
-        for start in range(0, len(riddles), ADD_GROUP):
-            self._add_group(riddles[start : start + ADD_GROUP], queue)
+        stored: list[tuple[Queue, Riddle]] = []
+        try:
+            for start in range(0, len(riddles), ADD_GROUP):
+                stored += self._add_group(riddles[start : start + ADD_GROUP], queue)
+        except BaseException:
+            self._withdraw(stored)  # all or none, also when the disk fills half-way
+            raise
 
-    def _add_group(self, riddles: list[Riddle], queue: Queue | None) -> None:
+    def _withdraw(self, stored: Sequence[tuple[Queue, Riddle]]) -> None:
+        """Remove riddles this `add` stored, where they still lie untouched. An agent
+        cannot have moved one on meanwhile: on a full or failing disk its commit fails."""
+        for queue, riddle in stored:
+            riddle_id = riddle.id or ""
+            lock = self.lock(riddle_id)
+            if not lock.acquire(timeout=10):
+                continue
+            try:
+                current = self.read(queue, riddle_id)
+                if current is not None and current.rev == riddle.rev:
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(self._file(queue, riddle_id))
+            finally:
+                self._let_go(lock, riddle_id)
+
+    def _add_group(self, riddles: list[Riddle], queue: Queue | None) -> list[tuple[Queue, Riddle]]:
         # Locked while checked and stored, so two submitters of one id cannot both win;
         # stored as one group commit, so 64 riddles cost a few disk flushes, not 128.
         locks: list[tuple[Lock, str]] = []
@@ -150,7 +171,8 @@ class FsSpool(Spool):
                 locks.append((lock, riddle.id or ""))
                 if self._anywhere(riddle.id or ""):
                     raise DuplicateId("id already in the spool", where=riddle.id, field="id")
-            unflushed = self._store_many([(queue or route(r), stamp(r)) for r in riddles])
+            placed = [(queue or route(r), stamp(r)) for r in riddles]
+            unflushed = self._store_many(placed)
             stored = True
         finally:
             for lock, riddle_id in locks:
@@ -161,6 +183,7 @@ class FsSpool(Spool):
         # Flushed after the locks go, so agents woken by the renames need not wait; safe,
         # as nothing was removed, and the ids are printed only once this returns.
         atomic.sync_dirs(unflushed)
+        return placed
 
     def _anywhere(self, riddle_id: str) -> bool:
         """Whether a queue holds `riddle_id` (False for what is no valid id)."""

@@ -237,6 +237,25 @@ def test_submit_on_a_full_disk_writes_nothing(tmp_path: Path, data_dir: Path) ->
         assert cli("submit", "-", input=docs).out.split() == [f"f{i}" for i in range(20)]
 
 
+def test_a_submit_that_fills_the_disk_part_way_takes_nothing(
+    tmp_path: Path, data_dir: Path
+) -> None:
+    """Riddles are stored in groups; when a later group finds the disk full, the groups
+    already stored are withdrawn: exit 5 means nothing was changed."""
+    with tmpfs(tmp_path / "disk", size="400k") as disk:
+        cli = Cli(disk / "spool", data_dir)
+        assert cli("init").code == 0
+        before = tree(cli.spool)
+        docs = b"\n".join(orjson.dumps(example_doc(id=f"f{i}")) for i in range(2000))
+        done = cli("submit", "-", input=docs)
+        one_line(done, SPOOL_UNUSABLE, str(cli.spool), "No space left on device")
+        assert done.out == ""
+        # The same files (directories' times may differ: entries came and went).
+        files = {p: v for p, v in tree(cli.spool).items() if not (cli.spool / p).is_dir()}
+        assert files == {p: v for p, v in before.items() if not (cli.spool / p).is_dir()}
+        assert cli("doctor").code == 0
+
+
 def test_the_repository_spool_works_as_shipped(tmp_path: Path, data_dir: Path) -> None:
     """The quick start runs on the checked-in ./spool (queue directories and .gitkeep)."""
     shutil.copytree(ROOT / "spool", tmp_path / "shipped")
