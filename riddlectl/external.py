@@ -6,13 +6,20 @@ object on stdout (empty output means `{}`). Exit 0: done; 65 (EX_DATAERR): the r
 cannot be handled, fail it now; anything else, a crash or a timeout: an error, retried.
 The command runs in its own process group, and the whole group is killed at the timeout,
 so a handler's own children cannot outlive it.
+
+Its identity, which keys the extraction cache, is the command line and the content of the
+files it runs: the executable (found on PATH, or relative to the current directory) and
+every argument naming an existing file (`python3 script.py`, `sh ./x.sh`). A script run
+through `sh -c '…'` is known by the text of the command only.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import shlex
+import shutil
 import signal
 import subprocess
 from typing import Any
@@ -21,7 +28,7 @@ import orjson
 
 from riddlectl import documents
 from riddlectl.errors import ConfigError, HandlerFailed, HandlerRefused, HandlerTimeout
-from riddlectl.handlers import Job
+from riddlectl.handlers import Job, file_digest
 
 EX_DATAERR = 65
 MAX_OUTPUT_BYTES = 16 * 1024 * 1024
@@ -37,6 +44,14 @@ class CommandHandler:
             raise ConfigError("empty command", where="cmd:")
         self.command = command
         self.stage = stage
+        self.files = _files_run(self.argv)
+
+    def current_version(self) -> str:
+        """A digest of the command line and of the files it runs, as they are now."""
+        parts = [self.command]
+        for path in self.files:
+            parts += [path, file_digest(path) or "-"]
+        return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:16]
 
     def environment(self, job: Job) -> dict[str, str]:
         env = dict(os.environ)
@@ -90,6 +105,16 @@ class CommandHandler:
         if not isinstance(answer, dict):
             raise HandlerFailed(f"{self.argv[0]} wrote JSON {type(answer).__name__}, not an object")
         return answer
+
+
+def _files_run(argv: list[str]) -> list[str]:
+    """The executable and the existing files named in the arguments, as absolute paths.
+
+    Resolved once, when the agent starts; their content is looked at on every call.
+    """
+    executable = argv[0] if os.sep in argv[0] else shutil.which(argv[0])
+    named = [arg for arg in argv[1:] if os.path.isfile(arg)]
+    return [os.path.abspath(path) for path in [executable, *named] if path]
 
 
 def _kill_group(process: subprocess.Popen[bytes]) -> None:
