@@ -15,13 +15,15 @@ Names: a built-in (`text`, `calculator`, `gatekeeper`), an entry point in the gr
 `riddlectl.handlers`, `module:attr`, or `cmd:COMMAND` for an external command.
 
 A handler's identity (`NamedHandler.identity`) keys the extraction cache, so that changing
-what a handler runs extracts files again: a built-in's version; a Python callable's
+what a handler runs extracts files again: a built-in's version (for `text`, with a digest
+of the modules doing the work); a Python callable's
 `version` attribute, or else the SHA-256 of its module's file; for a command, its command
 line and the content of the files it runs (see `external`).
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib
 import os
@@ -81,7 +83,7 @@ def _builtins() -> dict[str, dict[str, NamedHandler]]:
 
     return {
         "extract": {
-            "text": NamedHandler("text", b.text_extractor, frozenset({"text"}), b.TEXT_VERSION)
+            "text": NamedHandler("text", b.text_extractor, frozenset({"text"}), _text_version())
         },
         "solve": {"calculator": NamedHandler("calculator", b.calculator)},
         "validate": {"gatekeeper": NamedHandler("gatekeeper", b.gatekeeper)},
@@ -116,6 +118,17 @@ def load(spec: str, stage: str) -> NamedHandler:
         frozenset(types) if types else None,
         str(version) if version is not None else _module_version(target),
     )
+
+
+@functools.cache
+def _text_version() -> str:
+    """The `text` extractor's version and a digest of the code it runs, so that a riddlectl
+    whose extractor reads files differently does not reuse the old one's extractions."""
+    from riddlectl import builtin_handlers, numbers, textfacts
+
+    digests = [file_digest(m.__file__ or "") or "-" for m in (builtin_handlers, numbers, textfacts)]
+    code = hashlib.sha256("\0".join(digests).encode()).hexdigest()[:8]
+    return f"{builtin_handlers.TEXT_VERSION}.{code}"
 
 
 def _module_version(target: Any) -> str:

@@ -9,7 +9,9 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import shutil
 import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -17,6 +19,7 @@ from pathlib import Path
 import orjson
 import pytest
 
+import riddlectl
 from tests.conftest import Cli
 
 SCRIPT = '#!/bin/sh\ncat >/dev/null\necho \'{"variables": {"x": "VALUE"}}\'\n'
@@ -104,7 +107,43 @@ def test_cache_files_are_named_by_content_and_extractor(cli: Cli, data_dir: Path
     digest = hashlib.sha256((data_dir / "example" / "x.txt").read_bytes()).hexdigest()
     assert re.fullmatch(rf"{digest}\.[0-9a-f]{{12}}\.json", path.name)
     extraction = orjson.loads(path.read_bytes())
-    assert (extraction["extractor"], extraction["version"]) == ("text", "1")
+    assert extraction["extractor"] == "text"
+    assert re.fullmatch(r"1\.[0-9a-f]{8}", extraction["version"])
+
+
+def test_a_riddlectl_whose_text_extractor_changed_extracts_again(cli: Cli, tmp_path: Path) -> None:
+    # A copy of the package first on the import path stands for an upgraded riddlectl.
+    copy = tmp_path / "site"
+    shutil.copytree(Path(riddlectl.__file__).parent, copy / "riddlectl")
+    env = {"PYTHONPATH": str(copy)}
+    argv = [
+        sys.executable,
+        "-m",
+        "riddlectl",
+        "--spool",
+        str(cli.spool),
+        "--data-dir",
+        str(cli.data),
+    ]
+    for _ in range(2):
+        subprocess.run(
+            [*argv, "submit", "--question", "x + 1 =", "--data", "example/x.txt"],
+            env={**os.environ, **env},
+            check=True,
+            capture_output=True,
+        )
+        subprocess.run([*argv, "run", "--once", "--quiet"], env={**os.environ, **env}, check=True)
+    assert len(cache_files(cli)) == 1
+    with (copy / "riddlectl" / "textfacts.py").open("a") as module:
+        module.write("# reads files differently now\n")
+    subprocess.run(
+        [*argv, "submit", "--question", "x + 1 =", "--data", "example/x.txt"],
+        env={**os.environ, **env},
+        check=True,
+        capture_output=True,
+    )
+    subprocess.run([*argv, "run", "--once", "--quiet"], env={**os.environ, **env}, check=True)
+    assert len(cache_files(cli)) == 2
 
 
 def test_an_extractor_cannot_overwrite_the_envelope(cli: Cli, tmp_path: Path) -> None:
