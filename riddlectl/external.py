@@ -26,7 +26,7 @@ from typing import Any
 
 import orjson
 
-from riddlectl import documents
+from riddlectl import documents, inflight
 from riddlectl.errors import ConfigError, HandlerFailed, HandlerRefused, HandlerTimeout
 from riddlectl.handlers import Job, file_digest
 
@@ -78,14 +78,36 @@ class CommandHandler:
         except OSError as exc:
             raise HandlerFailed(f"cannot run {self.argv[0]}: {exc.strerror}") from None
         try:
-            out, err = process.communicate(documents.dumps(job.riddle), timeout=job.timeout)
-        except subprocess.TimeoutExpired:
-            _kill_group(process)
-            raise HandlerTimeout(f"{self.argv[0]} timed out after {job.timeout:g} s") from None
+            with inflight.tracked(f"cmd:{self.command}", pgid=process.pid) as call:
+                out, err = self._communicate(process, call, documents.dumps(job.riddle), job)
         finally:
-            if process.poll() is None:  # interrupted (SIGTERM to the agent): leave no orphan
+            if process.poll() is None:  # timed out, stopped, or interrupted: leave no orphan
                 _kill_group(process)
         return self._answer(process.returncode, out, err)
+
+    def _communicate(
+        self, process: subprocess.Popen[bytes], call: inflight.Call, document: bytes, job: Job
+    ) -> tuple[bytes, bytes]:
+        """Feed the document and read the answer, within the timeout (see `inflight.wait`)."""
+        started = False  # the document is given once; a second try only reads on
+        answer = (b"", b"")
+
+        def finished(seconds: float) -> bool:
+            nonlocal started, answer
+            try:
+                answer = process.communicate(None if started else document, timeout=seconds)
+            except subprocess.TimeoutExpired:
+                return False
+            finally:
+                started = True
+            return True
+
+        if not inflight.wait(call, finished, job.timeout):
+            _kill_group(process)
+            raise HandlerTimeout(f"{self.argv[0]} timed out after {job.timeout:g} s")
+        if call.stopped and process.returncode != 0:
+            raise inflight.HandlerStopped(f"{self.argv[0]} was stopped: the agent is stopping")
+        return answer
 
     def _answer(self, status: int, out: bytes, err: bytes) -> dict[str, Any] | None:
         reason = _last_line(err)

@@ -22,7 +22,7 @@ from typing import Any
 
 import orjson
 
-from riddlectl import atomic
+from riddlectl import atomic, inflight
 from riddlectl.locks import Lock
 
 SCHEMA_VERSION = 1
@@ -75,7 +75,11 @@ class ExtractionStore:
             return self.relative(key)
         self.dir.mkdir(parents=True, exist_ok=True)
         lock = Lock(self.dir / f"{key}.lock")
-        if not lock.acquire(timeout=MAKE_WAIT):
+        # Another handler call is making it (maybe hung): waiting behind it counts as a
+        # slow call, so that this worker's other riddles move on meanwhile.
+        if not lock.try_acquire() and not inflight.wait_for(
+            f"extraction {key}", lambda seconds: lock.acquire(timeout=seconds), MAKE_WAIT
+        ):
             raise TimeoutError(f"extraction {key} is still being made by another agent")
         try:
             if not path.exists():

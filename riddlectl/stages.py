@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from riddlectl import datafiles
+from riddlectl import datafiles, inflight
 from riddlectl.errors import HandlerFailed, HandlerRefused, HandlerTimeout, InvalidData
 from riddlectl.extractions import ExtractionStore, envelope
 from riddlectl.handlers import Job, NamedHandler
@@ -57,23 +57,28 @@ def call(handler: NamedHandler, job: Job) -> dict[str, Any] | None:
     """Run a handler; Python callables from outside run in a thread bounded by the timeout.
 
     Built-ins bound their own work and commands enforce their own timeout; a foreign
-    callable that hangs is abandoned in its daemon thread so the agent can go on.
+    callable that hangs is abandoned in its daemon thread so the agent can go on (and
+    when the agent stops: see `inflight`).
     """
     if handler.name.startswith("cmd:") or handler.fn.__module__.startswith("riddlectl."):
         return handler(job)
     box: dict[str, Any] = {}
+    with inflight.tracked(handler.name) as running:
 
-    def target() -> None:
-        try:
-            box["result"] = handler(job)
-        except BaseException as exc:  # handed over to the agent's thread
-            box["error"] = exc
+        def target() -> None:
+            try:
+                box["result"] = handler(job)
+            except BaseException as exc:  # handed over to the agent's thread
+                box["error"] = exc
+            finally:
+                running.woken.set()
 
-    thread = threading.Thread(target=target, name=f"handler-{handler.name}", daemon=True)
-    thread.start()
-    thread.join(job.timeout)
-    if thread.is_alive():
-        raise HandlerTimeout(f"{handler.name} timed out after {job.timeout:g} s")
+        thread = threading.Thread(target=target, name=f"handler-{handler.name}", daemon=True)
+        thread.start()
+        if not inflight.wait(running, running.woken.wait, job.timeout):
+            raise HandlerTimeout(f"{handler.name} timed out after {job.timeout:g} s")
+        if not box:  # woken by the agent stopping, not by the handler
+            raise inflight.HandlerStopped(f"{handler.name} was abandoned: the agent is stopping")
     if "error" in box:
         raise box["error"]
     return box.get("result")
