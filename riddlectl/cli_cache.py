@@ -9,6 +9,7 @@ import typer
 
 from riddlectl import runtime
 from riddlectl.cli import app, guarded, resolve
+from riddlectl.errors import SpoolUnusable
 from riddlectl.extractions import ExtractionStore
 
 cache_app = typer.Typer(
@@ -32,5 +33,11 @@ def clear(
     """
     settings = resolve(ctx)
     runtime.open_spool(settings, create=False)  # a missing spool is an error, not made
-    dropped = ExtractionStore(Path(settings.spool)).clear(extractor)
+    try:
+        dropped = ExtractionStore(Path(settings.spool)).clear(extractor)
+    except OSError as exc:
+        raise SpoolUnusable(
+            f"cannot drop cached extractions: {exc.strerror or exc}",
+            where=str(exc.filename or Path(settings.spool) / "cache" / "extractions"),
+        ) from None
     typer.echo(f"dropped {dropped} cached extraction(s)")

@@ -70,8 +70,8 @@ class Calls:
 
     def add(self, call: Call) -> None:
         with self._lock:
-            self._calls.add(call)
             if not self.stopped.is_set():
+                self._calls.add(call)
                 return
         _kill(call)  # started as the agent was stopping: not worth finishing
         raise HandlerStopped(f"{call.name}: the agent is stopping")

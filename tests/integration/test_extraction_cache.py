@@ -181,6 +181,26 @@ def test_cache_clear_needs_a_spool(cli: Cli) -> None:
     assert not cli.spool.exists()
 
 
+def test_cache_clear_on_a_read_only_spool_is_one_line(cli: Cli, tmp_path: Path) -> None:
+    mount = tmp_path / "ro"
+    mount.mkdir()
+    made = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mount)])
+    if made.returncode != 0:
+        pytest.skip("cannot mount a tmpfs here")
+    try:
+        ro = Cli(mount / "spool", cli.data)
+        assert solve_x_plus_one(ro, "text") == "11"
+        subprocess.run(["mount", "-o", "remount,ro", str(mount)], check=True)
+        cleared = ro("cache", "clear")
+        assert cleared.code == 5
+        assert cleared.err.count("\n") == 1, cleared.err
+        assert cleared.err.startswith("riddlectl: ")
+        assert "Read-only file system" in cleared.err
+        assert len(cache_files(ro)) == 1
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
 def test_riddles_whose_extractions_were_dropped_are_extracted_again(cli: Cli) -> None:
     submitted = cli("submit", "--question", "x * y =", *_data("x", "y", "z"))
     riddle_id = submitted.out.strip()
