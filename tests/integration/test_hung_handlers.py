@@ -141,18 +141,35 @@ def test_riddles_handled_before_a_hanging_one_are_committed(
     wait_done(cli, QUICK, 10)
 
 
-def test_spare_workers_retire_when_the_hang_is_over(
-    cli: Cli, tmp_path: Path, agent: callable
-) -> None:
+def test_hangs_overlap_and_run_once_still_ends(cli: Cli, tmp_path: Path, agent: callable) -> None:
     # Three hanging riddles at once, then quick ones: each hang gets a spare worker, the
     # quick ones go on, and `run --once` still ends when nothing can move.
-    (tmp_path / "solver.py").write_text(SOLVER.replace("time.sleep(100)", "time.sleep(3)"))
+    (tmp_path / "solver.py").write_text(SOLVER.replace("time.sleep(100)", "time.sleep(4)"))
     submit(cli, *[(f"hung-{n}", "hang", 0) for n in range(3)], *[(i, "quick", 0) for i in QUICK])
     started = time.monotonic()
     ran = agent(["run", "--once", "--quiet", "--handler", f"solve={HANDLERS['cmd']}"])
     assert ran.wait(timeout=60) == 0
-    assert time.monotonic() - started < 3 * 3  # the three hangs overlapped
+    assert time.monotonic() - started < 3 * 4  # one after the other would take 12 s
     wait_done(cli, [*QUICK, "hung-0", "hung-1", "hung-2"], 0)
+
+
+def test_spare_workers_retire_when_the_hang_is_over(
+    cli: Cli, tmp_path: Path, agent: callable
+) -> None:
+    (tmp_path / "solver.py").write_text(SOLVER.replace("time.sleep(100)", "time.sleep(3)"))
+    submit(cli, ("warm", "quick", 0))
+    process = agent(["run", "--handler", f"solve={HANDLERS['cmd']}"])
+    wait_done(cli, ["warm"], 30)
+    tasks = Path(f"/proc/{process.pid}/task")
+    idle = len(list(tasks.iterdir()))  # the agent's threads when it has nothing to do
+    submit(cli, *[(f"hung-{n}", "hang", 0) for n in range(3)], *[(i, "quick", 0) for i in QUICK])
+    wait_done(cli, QUICK, 10)
+    assert len(list(tasks.iterdir())) > idle  # spares at work beside the hung ones
+    wait_done(cli, ["hung-0", "hung-1", "hung-2"], 30)
+    deadline = time.monotonic() + 10
+    while len(list(tasks.iterdir())) > idle:
+        assert time.monotonic() < deadline, "spare workers still there"
+        time.sleep(0.1)
 
 
 EXTRACTOR = """\
