@@ -192,4 +192,4 @@ def usage_error(exc: Exception) -> int:
 
 
 # The commands live in their own modules and register themselves on `app` when imported.
-from riddlectl import cli_admin, cli_agents, cli_query, cli_submit  # noqa: E402, F401
+from riddlectl import cli_admin, cli_agents, cli_cache, cli_query, cli_submit  # noqa: E402, F401

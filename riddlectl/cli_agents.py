@@ -40,17 +40,19 @@ def _handler_flags(values: list[str]) -> dict[str, tuple[str, ...]]:
     return {stage: tuple(specs) for stage, specs in table.items()}
 
 
-def _stop_on_signals() -> threading.Event:
-    stop = threading.Event()
+def _stop_on_signals() -> tuple[threading.Event, threading.Event]:
+    """(stop, hurry): SIGTERM or SIGINT sets `stop` (handlers still running get the stop
+    grace), a second one sets `hurry` too (they are ended at once)."""
+    stop, hurry = threading.Event(), threading.Event()
 
     def handler(signum: int, frame: Any) -> None:
-        if stop.is_set() and signum == signal.SIGINT:
-            raise KeyboardInterrupt
+        if stop.is_set():
+            hurry.set()
         stop.set()
 
     signal.signal(signal.SIGTERM, handler)
     signal.signal(signal.SIGINT, handler)
-    return stop
+    return stop, hurry
 
 
 TimeoutOpt = Annotated[
@@ -71,7 +73,10 @@ TrialsOpt = Annotated[
         show_default="3",
     ),
 ]
-ConcurrencyOpt = Annotated[int, typer.Option(help="Worker threads.", min=1, max=64)]
+ConcurrencyOpt = Annotated[
+    int,
+    typer.Option(help="Worker threads (spares are added while handlers hang).", min=1, max=64),
+]
 
 
 @app.command()
@@ -110,9 +115,11 @@ def run(
     # Only `init` makes a spool. A long-running agent waits out a read-only spool; a
     # --once run (cron) is told at once.
     runtime.open_spool(settings, create=False, writable=once)
-    stop = _stop_on_signals()
+    stop, hurry = _stop_on_signals()
     if quiet or as_json or not sys.stdout.isatty():
-        summary = run_agents(settings, chosen, once=once, concurrency=concurrency, stop=stop)
+        summary = run_agents(
+            settings, chosen, once=once, concurrency=concurrency, stop=stop, hurry=hurry
+        )
     else:
         from riddlectl.progress import RunProgress
 
@@ -123,6 +130,7 @@ def run(
                 once=once,
                 concurrency=concurrency,
                 stop=stop,
+                hurry=hurry,
                 on_tick=progress.update,
             )
     _finish(summary, quiet, as_json, once)
@@ -155,12 +163,14 @@ def agent(
         ctx, timeout=timeout, max_attempts=max_attempts, max_trials=max_trials, handlers=handlers
     )
     runtime.open_spool(settings, create=False, writable=once)  # as for `run`
+    stop, hurry = _stop_on_signals()
     summary = run_agents(
         settings,
         (stage,),
         once=once,
         concurrency=concurrency,
-        stop=_stop_on_signals(),
+        stop=stop,
+        hurry=hurry,
         name="agent",
     )
     _finish(summary, quiet=not once, as_json=False, once=once)

@@ -6,22 +6,29 @@ object on stdout (empty output means `{}`). Exit 0: done; 65 (EX_DATAERR): the r
 cannot be handled, fail it now; anything else, a crash or a timeout: an error, retried.
 The command runs in its own process group, and the whole group is killed at the timeout,
 so a handler's own children cannot outlive it.
+
+Its identity, which keys the extraction cache, is the command line and the content of the
+files it runs: the executable (found on PATH, or relative to the current directory) and
+every argument naming an existing file (`python3 script.py`, `sh ./x.sh`). A script run
+through `sh -c '…'` is known by the text of the command only.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import shlex
+import shutil
 import signal
 import subprocess
 from typing import Any
 
 import orjson
 
-from riddlectl import documents
+from riddlectl import documents, inflight
 from riddlectl.errors import ConfigError, HandlerFailed, HandlerRefused, HandlerTimeout
-from riddlectl.handlers import Job
+from riddlectl.handlers import Job, file_digest
 
 EX_DATAERR = 65
 MAX_OUTPUT_BYTES = 16 * 1024 * 1024
@@ -37,6 +44,14 @@ class CommandHandler:
             raise ConfigError("empty command", where="cmd:")
         self.command = command
         self.stage = stage
+        self.files = _files_run(self.argv)
+
+    def current_version(self) -> str:
+        """A digest of the command line and of the files it runs, as they are now."""
+        parts = [self.command]
+        for path in self.files:
+            parts += [path, file_digest(path) or "-"]
+        return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:16]
 
     def environment(self, job: Job) -> dict[str, str]:
         env = dict(os.environ)
@@ -63,14 +78,36 @@ class CommandHandler:
         except OSError as exc:
             raise HandlerFailed(f"cannot run {self.argv[0]}: {exc.strerror}") from None
         try:
-            out, err = process.communicate(documents.dumps(job.riddle), timeout=job.timeout)
-        except subprocess.TimeoutExpired:
-            _kill_group(process)
-            raise HandlerTimeout(f"{self.argv[0]} timed out after {job.timeout:g} s") from None
+            with inflight.tracked(f"cmd:{self.command}", pgid=process.pid) as call:
+                out, err = self._communicate(process, call, documents.dumps(job.riddle), job)
         finally:
-            if process.poll() is None:  # interrupted (SIGTERM to the agent): leave no orphan
+            if process.poll() is None:  # timed out, stopped, or interrupted: leave no orphan
                 _kill_group(process)
         return self._answer(process.returncode, out, err)
+
+    def _communicate(
+        self, process: subprocess.Popen[bytes], call: inflight.Call, document: bytes, job: Job
+    ) -> tuple[bytes, bytes]:
+        """Feed the document and read the answer, within the timeout (see `inflight.wait`)."""
+        started = False  # the document is given once; a second try only reads on
+        answer = (b"", b"")
+
+        def finished(seconds: float) -> bool:
+            nonlocal started, answer
+            try:
+                answer = process.communicate(None if started else document, timeout=seconds)
+            except subprocess.TimeoutExpired:
+                return False
+            finally:
+                started = True
+            return True
+
+        if not inflight.wait(call, finished, job.timeout):
+            _kill_group(process)
+            raise HandlerTimeout(f"{self.argv[0]} timed out after {job.timeout:g} s")
+        if call.stopped and process.returncode != 0:
+            raise inflight.HandlerStopped(f"{self.argv[0]} was stopped: the agent is stopping")
+        return answer
 
     def _answer(self, status: int, out: bytes, err: bytes) -> dict[str, Any] | None:
         reason = _last_line(err)
@@ -90,6 +127,16 @@ class CommandHandler:
         if not isinstance(answer, dict):
             raise HandlerFailed(f"{self.argv[0]} wrote JSON {type(answer).__name__}, not an object")
         return answer
+
+
+def _files_run(argv: list[str]) -> list[str]:
+    """The executable and the existing files named in the arguments, as absolute paths.
+
+    Resolved once, when the agent starts; their content is looked at on every call.
+    """
+    executable = argv[0] if os.sep in argv[0] else shutil.which(argv[0])
+    named = [arg for arg in argv[1:] if os.path.isfile(arg)]
+    return [os.path.abspath(path) for path in [executable, *named] if path]
 
 
 def _kill_group(process: subprocess.Popen[bytes]) -> None:

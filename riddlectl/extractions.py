@@ -1,13 +1,16 @@
 """The content-addressed extraction cache: `cache/extractions/` in the spool root.
 
 An extraction is keyed by the SHA-256 of the file's content and the extractor's name and
-version, so the same content is extracted once for any number of riddles, and again when
-the file changes. Making one is serialised by a lock per key, so two agents extracting the
-same content at once still call the extractor once.
+version (its identity: see `handlers`), so the same content is extracted once for any
+number of riddles, and again when the file or the extractor changes. Its file is
+`<sha256 of the content>.<12 hex digits of the extractor's name and version>.json`.
+Making one is serialised by a lock per key, so two agents extracting the same content at
+once still call the extractor once.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
@@ -19,7 +22,7 @@ from typing import Any
 
 import orjson
 
-from riddlectl import atomic
+from riddlectl import atomic, inflight
 from riddlectl.locks import Lock
 
 SCHEMA_VERSION = 1
@@ -63,13 +66,20 @@ class ExtractionStore:
         return f"cache/extractions/{key}.json"
 
     def get_or_make(self, key: str, make: Callable[[], dict[str, Any]]) -> str:
-        """The extraction's path relative to the spool root, calling `make` only on a miss."""
+        """The extraction's path relative to the spool root, calling `make` only on a miss.
+
+        Looked for on disk, not in memory: `riddlectl cache clear` may have dropped it.
+        """
         path = self.dir / f"{key}.json"
-        if self.relative(key) in self._kept or os.path.exists(f"{self.dir}/{key}.json"):
+        if os.path.exists(f"{self.dir}/{key}.json"):
             return self.relative(key)
         self.dir.mkdir(parents=True, exist_ok=True)
         lock = Lock(self.dir / f"{key}.lock")
-        if not lock.acquire(timeout=MAKE_WAIT):
+        # Another handler call is making it (maybe hung): waiting behind it counts as a
+        # slow call, so that this worker's other riddles move on meanwhile.
+        if not lock.try_acquire() and not inflight.wait_for(
+            f"extraction {key}", lambda seconds: lock.acquire(timeout=seconds), MAKE_WAIT
+        ):
             raise TimeoutError(f"extraction {key} is still being made by another agent")
         try:
             if not path.exists():
@@ -99,6 +109,35 @@ class ExtractionStore:
             return None
         return value if isinstance(value, dict) else None
 
+    def dropped(self, relative: str | None) -> bool:
+        """Whether `relative` names an extraction of this cache that is gone (cleared)."""
+        if not relative or not OWN_PATH.fullmatch(relative):
+            return False
+        if os.path.exists(os.path.join(self.root, relative)):
+            return False
+        self._kept.pop(relative, None)
+        return True
+
+    def clear(self, extractor: str | None = None) -> int:
+        """Delete the cached extractions (of one extractor by name); how many went.
+
+        Safe while agents run: one that finds an extraction gone makes it again (see
+        `stages`). A file being made meanwhile is written after the listing and stays.
+        """
+        dropped = 0
+        for entry in _scan(self.dir):
+            if not entry.name.endswith(".json") or not OWN_PATH.fullmatch(
+                f"cache/extractions/{entry.name}"
+            ):
+                continue
+            if extractor is not None and _extractor_of(entry.path) != extractor:
+                continue
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(entry.path)
+                dropped += 1
+        self._kept.clear()
+        return dropped
+
     def _read(self, relative: str) -> bytes | None:
         if OWN_PATH.fullmatch(relative):
             path = os.path.join(self.root, relative)  # nothing in the name can lead out
@@ -112,6 +151,23 @@ class ExtractionStore:
                 return handle.read()
         except OSError:
             return None
+
+
+def _scan(directory: Path) -> list[os.DirEntry[str]]:
+    try:
+        with os.scandir(directory) as entries:
+            return list(entries)
+    except FileNotFoundError:
+        return []
+
+
+def _extractor_of(path: str) -> str | None:
+    try:
+        with open(path, "rb") as handle:
+            value = orjson.loads(handle.read())
+    except (OSError, orjson.JSONDecodeError):
+        return None
+    return value.get("extractor") if isinstance(value, dict) else None
 
 
 def _identity(info: os.stat_result, extractor: str, version: str) -> tuple[Any, ...]:
@@ -129,12 +185,16 @@ def _identity(info: os.stat_result, extractor: str, version: str) -> tuple[Any, 
 def envelope(
     source: str, content: bytes, extractor: str, version: str, found: dict[str, Any]
 ) -> dict[str, Any]:
-    """One extraction schema for every extractor: where it came from, then what was found."""
-    return {
+    """One extraction schema for every extractor: where it came from, then what was found.
+
+    The handler's own fields come after these, and cannot replace them: the cache is
+    cleared by the `extractor` recorded here.
+    """
+    head = {
         "schema": SCHEMA_VERSION,
         "source": source,
         "sha256": hashlib.sha256(content).hexdigest(),
         "extractor": extractor,
         "version": version,
-        **found,
     }
+    return {**head, **{k: v for k, v in found.items() if k not in head}}

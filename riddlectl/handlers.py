@@ -13,13 +13,23 @@ attribute (the data types it supports; all when absent).
 
 Names: a built-in (`text`, `calculator`, `gatekeeper`), an entry point in the group
 `riddlectl.handlers`, `module:attr`, or `cmd:COMMAND` for an external command.
+
+A handler's identity (`NamedHandler.identity`) keys the extraction cache, so that changing
+what a handler runs extracts files again: a built-in's version (for `text`, with a digest
+of the modules doing the work); a Python callable's
+`version` attribute, or else the SHA-256 of its module's file; for a command, its command
+line and the content of the files it runs (see `external`).
 """
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import importlib
 import os
+import stat
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
@@ -62,13 +72,18 @@ class NamedHandler:
     def __call__(self, job: Job) -> dict[str, Any] | None:
         return self.fn(job)
 
+    def identity(self) -> str:
+        """The version the extraction cache is keyed by: what this handler runs now."""
+        current = getattr(self.fn, "current_version", None)
+        return str(current()) if callable(current) else self.version
+
 
 def _builtins() -> dict[str, dict[str, NamedHandler]]:
     from riddlectl import builtin_handlers as b
 
     return {
         "extract": {
-            "text": NamedHandler("text", b.text_extractor, frozenset({"text"}), b.TEXT_VERSION)
+            "text": NamedHandler("text", b.text_extractor, frozenset({"text"}), _text_version())
         },
         "solve": {"calculator": NamedHandler("calculator", b.calculator)},
         "validate": {"gatekeeper": NamedHandler("gatekeeper", b.gatekeeper)},
@@ -96,9 +111,66 @@ def load(spec: str, stage: str) -> NamedHandler:
     if not callable(target):
         raise ConfigError("is not callable", where=spec)
     types = getattr(target, "types", None)
+    version = getattr(target, "version", None)
     return NamedHandler(
-        spec, target, frozenset(types) if types else None, str(getattr(target, "version", "1"))
+        spec,
+        target,
+        frozenset(types) if types else None,
+        str(version) if version is not None else _module_version(target),
     )
+
+
+@functools.cache
+def _text_version() -> str:
+    """The `text` extractor's version and a digest of the code it runs, so that a riddlectl
+    whose extractor reads files differently does not reuse the old one's extractions."""
+    from riddlectl import builtin_handlers, numberphrases, numbers, numberwords, textfacts
+
+    modules = (builtin_handlers, numbers, numberwords, numberphrases, textfacts)
+    digests = [file_digest(m.__file__ or "") or "-" for m in modules]
+    code = hashlib.sha256("\0".join(digests).encode()).hexdigest()[:8]
+    return f"{builtin_handlers.TEXT_VERSION}.{code}"
+
+
+def _module_version(target: Any) -> str:
+    """The SHA-256 of the file of the module defining `target` (loaded once per agent, so
+    what it runs is what was hashed); "1" when it has no file."""
+    name = getattr(target, "__module__", None) or type(target).__module__
+    path = getattr(sys.modules.get(name), "__file__", None)
+    digest = file_digest(path) if path else None
+    return digest[:16] if digest else "1"
+
+
+SETTLED = 1.0  # seconds a file must be unchanged before its digest is remembered
+_digests: dict[tuple[Any, ...], str] = {}
+
+
+def file_digest(path: str) -> str | None:
+    """The SHA-256 of a regular file's content; None when it cannot be read.
+
+    Hashed once per version of the file: the digest is remembered by path, inode, size and
+    times (as `make` and git do, only once the file has been unchanged for a second).
+    """
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    if not stat.S_ISREG(info.st_mode):
+        return None
+    seen = (path, info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+    digest = _digests.get(seen)
+    if digest is not None:
+        return digest
+    try:
+        with open(path, "rb") as handle:
+            digest = hashlib.file_digest(handle, "sha256").hexdigest()
+    except OSError:
+        return None
+    if time.time() - max(info.st_mtime, info.st_ctime) >= SETTLED:
+        if len(_digests) > 1024:  # old versions of files that keep changing
+            _digests.clear()
+        _digests[seen] = digest
+    return digest
 
 
 def _entry_point(name: str) -> Any:

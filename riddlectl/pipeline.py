@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from riddlectl import inflight
 from riddlectl.crashpoints import reach
 from riddlectl.errors import HandlerFailed, HandlerRefused, InvalidData, RiddleError
 from riddlectl.events import EventLog
@@ -147,35 +148,24 @@ class Pipeline:
         stage: str,
         ctx: StageContext,
         stop: threading.Event | None = None,
+        on_slow: Callable[[], None] | None = None,
     ) -> list[Riddle]:
         """Run `stage` on claimed riddles one by one, committing their results in groups.
 
         A group is committed when `GROUP_WINDOW` has passed since its first riddle was
-        handled, so a slow handler does not hold back the riddles before it. Every claim
-        ends here: committed, or given back unchanged when `stop` is set or on an error.
+        handled, so a slow handler does not hold back the riddles before it; when a handler
+        call runs `inflight.SLOW` seconds, the group is committed, the claims not started
+        yet are given back for others to take, and `on_slow` is called. Every claim ends
+        here: committed, or given back unchanged when `stop` is set, when the agent stops
+        the handler (`HandlerStopped`), or on an error.
         """
-        stored: list[Riddle] = []
-        group: list[Move] = []
-        opened = time.monotonic()
+        batch = _Batch(self, list(claims), stage, ctx)
         try:
-            for index, claim in enumerate(claims):
-                if stop is not None and stop.is_set():
-                    break
-                if not group:
-                    opened = time.monotonic()
-                group.append(self._handled(claim, stage, ctx))
-                if index + 1 < len(claims):
-                    self.spool.handled(claim)  # dying on the next one is not this one's fault
-                    if time.monotonic() - opened > GROUP_WINDOW:
-                        stored += self.commit(group)
-                        group = []
-            stored += self.commit(group)
+            with inflight.when_slow(lambda: batch.give_back(on_slow)):
+                batch.run(stop)
         finally:
-            for claim in claims:
-                if claim.open:
-                    with contextlib.suppress(OSError):
-                        self.spool.release(claim)
-        return stored
+            batch.release()
+        return batch.stored
 
     def _handled(self, claim: Claim, stage: str, ctx: StageContext) -> Move:
         riddle = claim.riddle  # freshly read for this claim: ours to change
@@ -320,6 +310,67 @@ class Pipeline:
     def sweep_waiting(self) -> int:
         """Resume every waiting parent whose children are all final; how many moved."""
         return sum(self.resume_parent(pid) for pid in self.spool.ids(Queue.WAITING))
+
+
+class _Batch:
+    """Claims handled one by one in one thread, their moves committed in groups."""
+
+    def __init__(self, pipeline: Pipeline, claims: list[Claim], stage: str, ctx: StageContext):
+        self.pipeline = pipeline
+        self.claims = claims
+        self.stage = stage
+        self.ctx = ctx
+        self.group: list[Move] = []
+        self.opened = 0.0  # when the group's first riddle was handled
+        self.current = -1  # the claim being handled
+        self.stored: list[Riddle] = []
+
+    def run(self, stop: threading.Event | None) -> None:
+        spool = self.pipeline.spool
+        for index, claim in enumerate(self.claims):
+            if stop is not None and stop.is_set():
+                break
+            if not claim.open:  # given back while a handler was slow
+                continue
+            if not self.group:
+                self.opened = time.monotonic()
+            self.current = index
+            try:
+                move = self.pipeline._handled(claim, self.stage, self.ctx)
+            except inflight.HandlerStopped:
+                break  # the agent is stopping: this riddle and the rest are given back
+            self.group.append(move)  # after: a slow handler's `give_back` made a new group
+            if index + 1 < len(self.claims):
+                spool.handled(claim)  # dying on the next one is not this one's fault
+                if time.monotonic() - self.opened > GROUP_WINDOW:
+                    self.flush()
+        self.flush()
+
+    def flush(self) -> None:
+        group, self.group = self.group, []
+        try:
+            self.stored += self.pipeline.commit(group)
+        except BaseException:
+            self.group = [m for m in group if m.claim.open] + self.group
+            raise
+
+    def give_back(self, then: Callable[[], None] | None) -> None:
+        """A handler call turned slow: commit what is handled, give back what is not
+        started, so that other workers move them on meanwhile."""
+        with contextlib.suppress(OSError):  # on a full disk: committed later, or given back
+            self.flush()
+        for claim in self.claims[self.current + 1 :]:
+            if claim.open:
+                with contextlib.suppress(OSError):
+                    self.pipeline.spool.release(claim)
+        if then is not None:
+            then()
+
+    def release(self) -> None:
+        for claim in self.claims:
+            if claim.open:
+                with contextlib.suppress(OSError):
+                    self.pipeline.spool.release(claim)
 
 
 def is_solved(riddle: Riddle) -> bool:

@@ -54,10 +54,13 @@ def run(
     once: bool = False,
     concurrency: int = 1,
     stop: threading.Event | None = None,
+    hurry: threading.Event | None = None,
     name: str = "run",
     on_tick: Callable[[RunSummary], None] | None = None,
 ) -> RunSummary:
-    """Run agents for `stages` in `concurrency` threads; see `agent.run_workers`."""
+    """Run agents for `stages` in `concurrency` threads (more while handlers hang); see
+    `agent.run_workers`. Setting `stop` stops them, giving handler calls still running
+    `settings.stop_grace` seconds; setting `hurry` too ends those at once."""
     stop = stop or threading.Event()
     summary = RunSummary(keep_ids=once)
     started = time.monotonic()
@@ -65,12 +68,14 @@ def run(
     contexts = {
         stage: runtime.stage_context(settings, stage) for stage in STAGES if stage in stages
     }
-    workers = []
-    for _ in range(concurrency):
+
+    def make_worker() -> Worker:
         spool = runtime.open_spool(settings, actor)
         pipeline = runtime.pipeline(settings, spool, actor)
         pipeline.on_move = lambda riddle_id, queue: _count(summary, riddle_id, queue)
-        workers.append(Worker(pipeline, contexts))
+        return Worker(pipeline, contexts)
+
+    workers = [make_worker() for _ in range(concurrency)]
     doctor.sweep(workers[0].pipeline.spool)  # leftovers of agents that died mid-write
     # What is loaded by now (modules, schemas, handlers) lives as long as the agent: kept
     # out of the collector's passes, which walked it again and again (solve: 0.31 ->
@@ -79,7 +84,16 @@ def run(
     watch_dirs = [workers[0].pipeline.spool.dir(INBOX[s]) for s in contexts]
     tick = (lambda: on_tick(summary)) if on_tick else None
     try:
-        run_workers(workers, once=once, stop=stop, watch_dirs=watch_dirs, on_tick=tick)
+        run_workers(
+            workers,
+            once=once,
+            stop=stop,
+            watch_dirs=watch_dirs,
+            on_tick=tick,
+            spare=make_worker,
+            hurry=hurry,
+            grace=settings.stop_grace,
+        )
     finally:
         atomic.discard_spares()
         summary.seconds = time.monotonic() - started

@@ -27,6 +27,7 @@ ENV_VARS = {
     "data_dir": "RIDDLECTL_DATA",
     "max_trials": "SOLUTION_MAX_TRIALS",
     "timeout": "RIDDLECTL_TIMEOUT",
+    "stop_grace": "RIDDLECTL_STOP_GRACE",
     "max_attempts": "RIDDLECTL_MAX_ATTEMPTS",
     "max_abandoned": "RIDDLECTL_MAX_ABANDONED",
     "max_data_bytes": "RIDDLECTL_MAX_DATA_BYTES",
@@ -42,6 +43,7 @@ class Settings:
     data_dir: Path = Path("data/share")
     max_trials: int = 3
     timeout: float = 60.0
+    stop_grace: float = 10.0  # seconds a stopping agent waits for handlers still running
     max_attempts: int = 3
     max_abandoned: int = 5
     max_data_bytes: int = 10 * 1024 * 1024

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from riddlectl import datafiles
+from riddlectl import datafiles, inflight
 from riddlectl.errors import HandlerFailed, HandlerRefused, HandlerTimeout, InvalidData
 from riddlectl.extractions import ExtractionStore, envelope
 from riddlectl.handlers import Job, NamedHandler
@@ -57,23 +57,28 @@ def call(handler: NamedHandler, job: Job) -> dict[str, Any] | None:
     """Run a handler; Python callables from outside run in a thread bounded by the timeout.
 
     Built-ins bound their own work and commands enforce their own timeout; a foreign
-    callable that hangs is abandoned in its daemon thread so the agent can go on.
+    callable that hangs is abandoned in its daemon thread so the agent can go on (and
+    when the agent stops: see `inflight`).
     """
     if handler.name.startswith("cmd:") or handler.fn.__module__.startswith("riddlectl."):
         return handler(job)
     box: dict[str, Any] = {}
+    with inflight.tracked(handler.name) as running:
 
-    def target() -> None:
-        try:
-            box["result"] = handler(job)
-        except BaseException as exc:  # handed over to the agent's thread
-            box["error"] = exc
+        def target() -> None:
+            try:
+                box["result"] = handler(job)
+            except BaseException as exc:  # handed over to the agent's thread
+                box["error"] = exc
+            finally:
+                running.woken.set()
 
-    thread = threading.Thread(target=target, name=f"handler-{handler.name}", daemon=True)
-    thread.start()
-    thread.join(job.timeout)
-    if thread.is_alive():
-        raise HandlerTimeout(f"{handler.name} timed out after {job.timeout:g} s")
+        thread = threading.Thread(target=target, name=f"handler-{handler.name}", daemon=True)
+        thread.start()
+        if not inflight.wait(running, running.woken.wait, job.timeout):
+            raise HandlerTimeout(f"{handler.name} timed out after {job.timeout:g} s")
+        if not box:  # woken by the agent stopping, not by the handler
+            raise inflight.HandlerStopped(f"{handler.name} was abandoned: the agent is stopping")
     if "error" in box:
         raise box["error"]
     return box.get("result")
@@ -114,15 +119,16 @@ def _extract_item(riddle: Riddle, index: int, item: DataItem, ctx: StageContext)
             content = datafiles.read(path, item.type, ctx.max_data_bytes, where, field_name)
         return content
 
-    key = ctx.store.file_key(info, handler.name, handler.version)
+    version = handler.identity()  # a changed extractor extracts again
+    key = ctx.store.file_key(info, handler.name, version)
     if key is None:
-        key = ctx.store.key(read(), handler.name, handler.version)
-        ctx.store.note_file_key(info, handler.name, handler.version, key)
+        key = ctx.store.key(read(), handler.name, version)
+        ctx.store.note_file_key(info, handler.name, version, key)
 
     def make() -> dict[str, Any]:
         job = ctx.job(riddle, "extract", item_index=index, item_path=Path(path))
         found = _answer(call(handler, job), handler)
-        return envelope(item.file_plain, read(), handler.name, handler.version, found)
+        return envelope(item.file_plain, read(), handler.name, version, found)
 
     return ctx.store.get_or_make(key, make)
 
@@ -131,12 +137,34 @@ def load_extractions(riddle: Riddle, ctx: StageContext) -> list[dict[str, Any] |
     return [ctx.store.load(item.file_extracted) for item in riddle.data]
 
 
+def extract_again(riddle: Riddle, ctx: StageContext) -> Outcome | None:
+    """Send a riddle back to extract when extractions it names were dropped from the cache
+    (`riddlectl cache clear` while it was on its way); None when nothing is missing.
+
+    Not an error and no attempt is charged: the files are extracted again, and the riddle
+    is solved again from them.
+    """
+    if not riddle.status.extract.required:
+        return None  # nothing would make them again: handlers get None, as for any gap
+    gone = [item for item in riddle.data if ctx.store.dropped(item.file_extracted)]
+    if not gone:
+        return None
+    for item in gone:
+        item.file_extracted = None
+    riddle.status.extract.finished = False
+    note = f"{len(gone)} extraction(s) dropped from the cache; extracting again"
+    return Outcome(riddle, route(riddle), "ok", error=note)
+
+
 # -- solve ----------------------------------------------------------------------------------
 
 
 def solve(riddle: Riddle, ctx: StageContext) -> Outcome:
     if not riddle.status.solve.required:
         return Outcome(riddle, route(riddle, "solve"))
+    again = extract_again(riddle, ctx)
+    if again is not None:
+        return again
     job = ctx.job(riddle, "solve", extractions=load_extractions(riddle, ctx))
     declined: list[str] = []
     for handler in ctx.handlers:
@@ -189,6 +217,9 @@ def validate(riddle: Riddle, ctx: StageContext) -> Outcome:
         return Outcome(riddle, route(riddle, "validate"))
     if riddle.solution is None:
         raise HandlerRefused("there is no solution to validate")
+    again = extract_again(riddle, ctx)
+    if again is not None:
+        return again
     job = ctx.job(riddle, "validate", extractions=load_extractions(riddle, ctx))
     reviews = []
     accepted = True

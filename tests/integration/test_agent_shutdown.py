@@ -1,0 +1,224 @@
+"""Stopping an agent whose handlers are still running: real agent processes, real signals,
+real handler processes (a shell script that runs `sleep 100`) and a Python handler that
+hangs in its thread."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import orjson
+import pytest
+
+from tests.conftest import Cli
+
+HANG = '#!/bin/sh\necho $$ >> "$HANG_PGIDS"\nsleep 100\necho \'{"solution": "1"}\'\n'
+PY_HANG = (
+    "import time\n\n"
+    "def solve(job):\n"
+    "    open(__import__('os').environ['HANG_PGIDS'], 'a').write('0\\n')\n"
+    "    time.sleep(100)\n"
+    "    return {'solution': '1'}\n"
+)
+
+
+def submit_unextracted(cli: Cli, *ids: str) -> None:
+    docs = [
+        {
+            "id": riddle_id,
+            "riddle": {"question": "x * y ="},
+            "status": {"extract": {"required": False}, "validate": {"required": False}},
+        }
+        for riddle_id in ids
+    ]
+    submitted = cli("submit", "-", input=b"\n".join(orjson.dumps(d) for d in docs))
+    assert submitted.code == 0, submitted.err
+
+
+@pytest.fixture
+def started(tmp_path: Path) -> Iterator[list[subprocess.Popen]]:
+    """Agents a test starts; any left running, and their handlers, are killed after it."""
+    agents: list[subprocess.Popen] = []
+    yield agents
+    for agent in agents:
+        if agent.poll() is None:
+            agent.kill()
+            agent.wait()
+    pgids = tmp_path / "pgids"
+    for pgid in map(int, pgids.read_text().split() if pgids.exists() else []):
+        if pgid:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(pgid, signal.SIGKILL)
+
+
+def start_agent(
+    cli: Cli, tmp_path: Path, started: list, argv: list[str], grace: str | None
+) -> subprocess.Popen:
+    (tmp_path / "hang.sh").write_text(HANG)
+    (tmp_path / "hang.sh").chmod(0o755)
+    (tmp_path / "py_hang.py").write_text(PY_HANG)
+    env = {**os.environ, "HANG_PGIDS": str(tmp_path / "pgids"), "PYTHONPATH": str(tmp_path)}
+    if grace is not None:
+        env["RIDDLECTL_STOP_GRACE"] = grace
+    agent = cli.popen(*argv, env=env)
+    started.append(agent)
+    return agent
+
+
+def wait_for_handlers(tmp_path: Path, count: int) -> list[int]:
+    """The process groups of `count` started handlers (0 for a Python handler)."""
+    pgids = tmp_path / "pgids"
+    deadline = time.monotonic() + 30
+    while not (pgids.exists() and len(pgids.read_text().split()) >= count):
+        assert time.monotonic() < deadline, "the handlers did not start"
+        time.sleep(0.02)
+    return [int(p) for p in pgids.read_text().split()]
+
+
+def group_members(pgid: int) -> list[int]:
+    """Live (not zombie) processes of a process group, from /proc."""
+    members = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat.rsplit(")", 1)[1].split()
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            members.append(int(entry.name))
+    return members
+
+
+def assert_given_back(cli: Cli, *ids: str) -> None:
+    """Back in the solve inbox, unchanged: not failed, no attempt charged, no claim left."""
+    for riddle_id in ids:
+        assert (cli.spool / "extracted" / f"{riddle_id}.json").exists(), riddle_id
+        riddle = orjson.loads(cli("show", riddle_id).out)
+        assert not riddle.get("attempts") and not riddle.get("retry_at"), riddle
+        assert riddle.get("error") is None
+        record = (cli.spool / "locks" / f"{riddle_id}.lock").read_bytes()
+        assert record.strip() == b""  # no claim record: the next claim charges nothing
+
+
+AGENTS = {
+    "agent": ["agent", "solve", "--handler", "cmd:./hang.sh"],
+    "run": ["run", "--handler", "solve=cmd:./hang.sh"],
+}
+
+
+@pytest.mark.parametrize("command", sorted(AGENTS))
+def test_sigterm_kills_hung_handlers_after_the_grace_and_gives_their_riddles_back(
+    cli: Cli, tmp_path: Path, started: list, command: str
+) -> None:
+    submit_unextracted(cli, "hang-1")
+    agent = start_agent(cli, tmp_path, started, AGENTS[command], grace="2")
+    (pgid,) = wait_for_handlers(tmp_path, 1)
+    assert len(group_members(pgid)) == 2  # sh and its sleep
+    agent.send_signal(signal.SIGTERM)
+    sent = time.monotonic()
+    _, err = agent.communicate(timeout=30)
+    took = time.monotonic() - sent
+    assert agent.returncode == 0, err
+    assert 2 <= took < 2 + 3, took
+    assert group_members(pgid) == []  # (a member may stay a zombie if PID 1 never reaps)
+    lines = err.decode().splitlines()
+    assert lines == [
+        "riddlectl: stopping: 1 handler(s) still running, waiting up to 2 s",
+        "riddlectl: stopping: killed 1 handler(s) still running; their riddles are given back",
+    ]
+    assert_given_back(cli, "hang-1")
+
+
+def test_the_default_grace_is_ten_seconds(cli: Cli, tmp_path: Path, started: list) -> None:
+    submit_unextracted(cli, "hang-1")
+    agent = start_agent(cli, tmp_path, started, AGENTS["agent"], grace=None)
+    (pgid,) = wait_for_handlers(tmp_path, 1)
+    agent.send_signal(signal.SIGTERM)
+    sent = time.monotonic()
+    _, err = agent.communicate(timeout=40)
+    assert agent.returncode == 0
+    assert 10 <= time.monotonic() - sent < 10 + 3
+    assert "waiting up to 10 s" in err.decode()
+    assert group_members(pgid) == []
+    assert_given_back(cli, "hang-1")
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [(signal.SIGTERM, signal.SIGINT), (signal.SIGTERM, signal.SIGTERM), (signal.SIGINT,) * 2],
+)
+def test_a_second_signal_stops_at_once_still_killing_the_groups(
+    cli: Cli, tmp_path: Path, started: list, first: signal.Signals, second: signal.Signals
+) -> None:
+    submit_unextracted(cli, "hang-1")
+    argv = [*AGENTS["agent"], "--concurrency", "2"]
+    submit_unextracted(cli, "hang-2")
+    agent = start_agent(cli, tmp_path, started, argv, grace="60")
+    pgids = wait_for_handlers(tmp_path, 2)
+    agent.send_signal(first)
+    time.sleep(0.3)  # a person pressing Ctrl-C twice
+    agent.send_signal(second)
+    sent = time.monotonic()
+    _, err = agent.communicate(timeout=30)
+    assert agent.returncode == 0, err
+    assert time.monotonic() - sent < 3
+    for pgid in pgids:
+        assert group_members(pgid) == []
+    assert "killed 2 handler(s)" in err.decode()
+    assert_given_back(cli, "hang-1", "hang-2")
+
+
+def test_a_python_handler_cannot_be_killed_and_is_abandoned(
+    cli: Cli, tmp_path: Path, started: list
+) -> None:
+    submit_unextracted(cli, "hang-1")
+    agent = start_agent(
+        cli, tmp_path, started, ["agent", "solve", "--handler", "py_hang:solve"], "1"
+    )
+    wait_for_handlers(tmp_path, 1)
+    agent.send_signal(signal.SIGTERM)
+    sent = time.monotonic()
+    _, err = agent.communicate(timeout=30)
+    assert agent.returncode == 0, err
+    assert 1 <= time.monotonic() - sent < 1 + 3
+    assert err.decode().splitlines()[-1] == (
+        "riddlectl: stopping: 1 Python handler(s) still running cannot be killed (threads); "
+        "abandoned, their riddles are given back"
+    )
+    assert_given_back(cli, "hang-1")
+
+
+def test_given_back_riddles_are_handled_by_the_next_agent(
+    cli: Cli, tmp_path: Path, started: list
+) -> None:
+    submit_unextracted(cli, "hang-1")
+    agent = start_agent(cli, tmp_path, started, AGENTS["agent"], grace="1")
+    wait_for_handlers(tmp_path, 1)
+    agent.send_signal(signal.SIGTERM)
+    agent.communicate(timeout=30)
+    answer = 'cmd:echo \'{"solution": "7"}\''
+    ran = cli("run", "--once", "--quiet", "--handler", f"solve={answer}")
+    assert ran.code == 0, ran.err
+    assert cli("result", "hang-1").out == "7\n"
+    history = orjson.loads(cli("show", "hang-1").out)["history"]
+    assert [e["outcome"] for e in history if e["stage"] == "solve"] == ["ok"]
+
+
+def test_an_agent_with_nothing_running_stops_at_once_and_says_nothing(cli: Cli) -> None:
+    agent = cli.popen("agent", "solve")
+    deadline = time.monotonic() + 30
+    while not (cli.spool / "tmp").is_dir():  # made after the signal handlers are set
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    agent.send_signal(signal.SIGTERM)
+    sent = time.monotonic()
+    _, err = agent.communicate(timeout=30)
+    assert (agent.returncode, err) == (0, b"")
+    assert time.monotonic() - sent < 2
