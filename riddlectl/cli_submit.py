@@ -94,6 +94,7 @@ def submit(
         not no_extract,
         not no_validate,
         riddle_id,
+        settings.max_document_bytes,
     )
     riddles = submitting.prepare(parsed, settings, priority)
     spool = runtime.open_spool(settings)
@@ -114,6 +115,7 @@ def _submission(
     extract: bool,
     validate: bool,
     riddle_id: str | None,
+    limit: int,
 ) -> list[tuple[str, Any]]:
     if question is not None:
         if files:
@@ -147,4 +149,4 @@ def _submission(
             sources.append(submitting.Source(name, Path(name).read_bytes()))
         except OSError as exc:
             raise RiddleError(f"cannot read: {exc.strerror}", where=name) from None
-    return submitting.parse_sources(sources)
+    return submitting.parse_sources(sources, limit)

@@ -8,6 +8,7 @@ format (SPEC §2.1) is converted to the canonical one before validation.
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from stat import S_ISREG
 from typing import Any
 
@@ -17,7 +18,43 @@ from pydantic import ValidationError
 from riddlectl.errors import InvalidDocument
 from riddlectl.models import Riddle
 
-MAX_DOCUMENT_BYTES = 4 * 1024 * 1024
+MAX_DOCUMENT_BYTES = 4 * 1024 * 1024  # the default of the setting `max_document_bytes`
+MIN_DOCUMENT_BYTES = 64 * 1024  # below this, a riddle's own history would crowd it out
+FAILURE_ROOM = 16 * 1024  # kept free below the limit, so that a failure can always be stored
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Every document size limit, derived from the one setting `max_document_bytes`.
+
+    No document is stored over `document`. A new riddle (submitted, dropped in, or asked
+    as a sub-riddle) may take a quarter of it, so that it has room to grow as it moves
+    on. A riddle going on through the pipeline must leave `FAILURE_ROOM` free: room for
+    the record of its failure, should its next step fail, whatever that step produced.
+    Reading allows four times the limit, so that a limit lowered after documents were
+    stored does not hide them.
+    """
+
+    document: int = MAX_DOCUMENT_BYTES
+
+    @property
+    def new_riddle(self) -> int:
+        return self.document // 4
+
+    @property
+    def on_its_way(self) -> int:
+        return self.document - FAILURE_ROOM
+
+    @property
+    def readable(self) -> int:
+        return self.document * 4
+
+    def too_large(self, size: int, limit: int, what: str = "") -> str:
+        """The one-line reason a document of `size` bytes is refused."""
+        return (
+            f"document is {size} bytes, over the {limit}-byte limit{what} "
+            f"(max_document_bytes is {self.document})"
+        )
 
 
 def read_at_most(fd: int, limit: int, size: int) -> bytes:
@@ -48,11 +85,13 @@ def read_raw(path: str, limit: int = MAX_DOCUMENT_BYTES + 1) -> tuple[bytes | No
         os.close(fd)
 
 
-def loads(raw: bytes, where: str, limit: int = MAX_DOCUMENT_BYTES) -> Any:
-    """Parse JSON bytes, refusing documents over `limit` bytes."""
+def loads(raw: bytes, where: str, limit: int = MAX_DOCUMENT_BYTES, size: int | None = None) -> Any:
+    """Parse JSON bytes, refusing documents over `limit` bytes. `size` is the size of the
+    whole file when `raw` was read only up to the limit, so the reason tells the truth."""
     if len(raw) > limit:
         raise InvalidDocument(
-            f"document is {len(raw)} bytes, over the {limit}-byte limit", where=where
+            f"document is {max(len(raw), size or 0)} bytes, over the {limit}-byte limit",
+            where=where,
         )
     try:
         return orjson.loads(raw)
@@ -162,6 +201,17 @@ def _first_line(message: str) -> str:
     return lines[0].removeprefix("Value error, ")
 
 
-def parse(raw: bytes, where: str, default_id: str | None = None) -> Riddle:
+def parse(
+    raw: bytes,
+    where: str,
+    default_id: str | None = None,
+    limit: int = MAX_DOCUMENT_BYTES,
+    size: int | None = None,
+) -> Riddle:
     """Bytes of one document → `Riddle`, or `InvalidDocument` naming `where` and the field."""
-    return to_riddle(loads(raw, where), where, default_id)
+    return to_riddle(loads(raw, where, limit, size), where, default_id)
+
+
+def size_of(riddle: Riddle) -> int:
+    """How many bytes `riddle` takes stored (give or take the few a commit's stamp adds)."""
+    return len(dumps(riddle))

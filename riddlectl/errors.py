@@ -82,3 +82,7 @@ class HandlerFailed(Exception):
 
 class HandlerTimeout(HandlerFailed):
     """A handler ran past its timeout and was stopped."""
+
+
+class DocumentTooLarge(RiddleError):
+    """A change a command asked for would make a document larger than its limit."""

@@ -22,6 +22,7 @@ import orjson
 
 from riddlectl import atomic, documents
 from riddlectl.crashpoints import reach
+from riddlectl.documents import Limits
 from riddlectl.errors import DuplicateId, InvalidDocument, UnknownRiddle
 from riddlectl.identity import Actor
 from riddlectl.inbox import Header, Inbox, ignored, iter_files, list_files
@@ -48,8 +49,10 @@ class FsSpool(Spool):
         durable: bool = True,
         actor: Actor | None = None,
         drop_in_grace: float = DROP_IN_GRACE,
+        limits: Limits | None = None,
     ) -> None:
         self.root = Path(root)
+        self.limits = limits or Limits()
         self.durable = durable
         self.actor = actor or Actor("riddlectl")
         self.drop_in_grace = drop_in_grace
@@ -189,12 +192,23 @@ class FsSpool(Spool):
         )
 
     def read(self, queue: Queue, riddle_id: str) -> Riddle | None:
-        path = self._path(queue, riddle_id)
+        path = self._file(queue, riddle_id)
         try:
-            raw = path.read_bytes()
+            return self._parse_file(path, path)
         except FileNotFoundError:
             return None
-        return documents.parse(raw, str(path))
+
+    def _parse_file(self, path: str, where: str, default_id: str | None = None) -> Riddle:
+        """The document at `path`, read up to `limits.readable` (a document stored before
+        the limit was lowered is still read), with its real size in the reason if over."""
+        raw, info = documents.read_raw(path, self.limits.readable + 1)
+        if raw is None:
+            raise InvalidDocument("not a regular file", where=where)
+        return documents.parse(raw, where, default_id, self.limits.readable, info.st_size)
+
+    def reread(self, claim: Claim) -> Riddle:
+        token: _Token = claim.token
+        return self._parse_file(token.path, token.path)
 
     def find(self, riddle_id: str) -> tuple[Queue, Riddle] | None:
         if not ID_RE.fullmatch(riddle_id):
@@ -244,7 +258,9 @@ class FsSpool(Spool):
 
     def claim(self, queue: Queue, limit: int = 1, now: float | None = None) -> list[Claim]:
         now = time.time() if now is None else now
-        inbox = self._inboxes.setdefault(queue, Inbox(str(self.dir(queue))))
+        inbox = self._inboxes.get(queue)
+        if inbox is None:
+            inbox = self._inboxes[queue] = Inbox(str(self.dir(queue)), self.limits.readable)
         backlog = inbox.candidates(now, limit)
         claims: list[Claim] = []
         self.contended = 0
@@ -295,11 +311,18 @@ class FsSpool(Spool):
         """The document at `path` and its inode, or None after setting an unreadable one
         aside (a young drop-in that does not parse is left alone: it may be being written)."""
         where = f"{queue.value}/{name}"
-        raw, info = documents.read_raw(path)
+        limits = self.limits
+        raw, info = documents.read_raw(path, limits.readable + 1)
         try:
             if raw is None:
                 raise InvalidDocument("not a regular file", where=where)
-            return documents.parse(raw, where, default_id=stem), info.st_ino
+            riddle = documents.parse(raw, where, stem, limits.readable, info.st_size)
+            # A drop-in (never stored by a commit, so rev 0) is a new riddle: held to the
+            # same share of the limit as a submission, or it could not grow as it moves on.
+            if queue is Queue.INCOMING and riddle.rev == 0 and len(raw) > limits.new_riddle:
+                reason = limits.too_large(len(raw), limits.new_riddle, " for a new riddle")
+                raise InvalidDocument(reason, where=where)
+            return riddle, info.st_ino
         except InvalidDocument as exc:
             if queue is Queue.INCOMING and time.time() - info.st_mtime < self.drop_in_grace:
                 return None, info.st_ino

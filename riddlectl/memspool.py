@@ -68,6 +68,10 @@ class MemorySpool(Spool):
             self._unclaim(claim)
         return stored.model_copy(deep=True)
 
+    def reread(self, claim: Claim) -> Riddle:
+        with self._mutex:
+            return self._docs[claim.queue][claim.riddle.id or ""].model_copy(deep=True)
+
     def release(self, claim: Claim) -> None:
         with self._mutex:
             self._unclaim(claim)

@@ -4,6 +4,10 @@
 commit: forward on success, back into the same queue with a delay on a retryable error,
 to `failed/` when the riddle cannot be handled or its attempts are used up. Every handling
 appends one `history` entry to the document and one line to the event log.
+
+Every move is fitted to the document size limit before it is committed (`_fit`): the
+oldest history entries make room first; a step whose outcome still does not fit fails
+the riddle with its document as it was before that step, which always fits.
 """
 
 from __future__ import annotations
@@ -12,11 +16,20 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 from riddlectl.crashpoints import reach
-from riddlectl.errors import HandlerFailed, HandlerRefused, InvalidData, RiddleError
+from riddlectl.documents import size_of
+from riddlectl.errors import (
+    DocumentTooLarge,
+    HandlerFailed,
+    HandlerRefused,
+    InvalidData,
+    RiddleError,
+)
 from riddlectl.events import EventLog
 from riddlectl.identity import Actor
 from riddlectl.models import Riddle
@@ -27,6 +40,8 @@ from riddlectl.stages import STAGE_FUNCTIONS, Outcome, StageContext
 
 MAX_HISTORY = 200  # entries kept per document, so a riddle retried forever stays small
 GROUP_WINDOW = 0.005  # seconds a handled riddle may wait for others to share its commit
+MAX_ERROR_CHARS = 1000  # of an error kept in a document: a handler's message may be huge
+STAMP_ROOM = 64  # bytes a commit's stamp (rev, updated, created) may add to a document
 
 
 @dataclass
@@ -37,6 +52,8 @@ class Move:
     riddle: Riddle
     to: Queue
     events: list[dict[str, Any]]
+    stage: str = ""  # the stage or command that made it
+    children: list[Riddle] = field(default_factory=list)  # sub-riddles to store first
 
 
 @dataclass
@@ -100,13 +117,46 @@ class Pipeline:
             self.record(riddle, stage, claim.queue, claim.queue, "declined", handler=name)
             for name in declined
         ]
+        if error is not None and len(error) > MAX_ERROR_CHARS:
+            error = error[:MAX_ERROR_CHARS] + "…"
         riddle.contacts += 1
         if to is Queue.DONE:
             riddle.status.solved = is_solved(riddle)
         if error is not None or to is Queue.FAILED:
             riddle.error = error
         event = self.record(riddle, stage, claim.queue, to, outcome, error=error, duration=duration)
-        return Move(claim, riddle, to, [*notes, event])
+        return Move(claim, riddle, to, [*notes, event], stage)
+
+    # -- sizes ----------------------------------------------------------------------------
+
+    def _fit(self, move: Move) -> Move:
+        """`move` within its document's limit, made room for by dropping the oldest history
+        entries (the event log keeps them). A stage's outcome that still does not fit fails
+        the riddle instead; a command's raises `DocumentTooLarge`. A move to `failed/` is
+        stored in any case: a riddle must always be able to end."""
+        limits = self.spool.limits
+        limit = limits.document if move.to is Queue.FAILED else limits.on_its_way
+        size = size_of(move.riddle) + STAMP_ROOM
+        if size <= limit or _make_room(move, limit) <= limit:
+            return move
+        if move.stage in STAGE_FUNCTIONS:
+            return self._too_large(move, size, limit)
+        if move.to is Queue.FAILED:
+            return move
+        raise DocumentTooLarge(
+            f"cannot {move.stage}: {_growth(size, limit, limits.document)}",
+            where=move.riddle.id,
+        )
+
+    def _too_large(self, move: Move, size: int, limit: int) -> Move:
+        """The riddle of `move` failed, as it was before the step that made `move`."""
+        error = f"{move.stage}: {_growth(size, limit, self.spool.limits.document)}"
+        riddle = self.spool.reread(move.claim)
+        failed = self.prepare(move.claim, riddle, Queue.FAILED, move.stage, "failed", error=error)
+        # It fits, since the document before the step left room for a failure; one stored
+        # before the limit was lowered may not, and is stored all the same.
+        _make_room(failed, self.spool.limits.document)
+        return failed
 
     def commit(self, moves: Sequence[Move]) -> list[Riddle]:
         """Store prepared moves as one group, then log their events and resume parents."""
@@ -132,8 +182,15 @@ class Pipeline:
         *,
         error: str | None = None,
     ) -> Riddle:
-        """Commit `riddle` to `to` now, alone (see `prepare`): commands, resumed parents."""
-        return self.commit([self.prepare(claim, riddle, to, stage, outcome, error=error)])[0]
+        """Commit `riddle` to `to` now, alone (see `prepare` and `_fit`): commands, resumed
+        parents. `DocumentTooLarge` (the claim given back) when a command's change does
+        not fit."""
+        try:
+            prepared = self._fit(self.prepare(claim, riddle, to, stage, outcome, error=error))
+        except DocumentTooLarge:
+            self.spool.release(claim)
+            raise
+        return self.commit([prepared])[0]
 
     # -- handling -------------------------------------------------------------------------
 
@@ -163,7 +220,7 @@ class Pipeline:
                     break
                 if not group:
                     opened = time.monotonic()
-                group.append(self._handled(claim, stage, ctx))
+                group.append(self._ready(claim, stage, ctx))
                 if index + 1 < len(claims):
                     self.spool.handled(claim)  # dying on the next one is not this one's fault
                     if time.monotonic() - opened > GROUP_WINDOW:
@@ -176,6 +233,13 @@ class Pipeline:
                     with contextlib.suppress(OSError):
                         self.spool.release(claim)
         return stored
+
+    def _ready(self, claim: Claim, stage: str, ctx: StageContext) -> Move:
+        """The move a claimed riddle makes after `stage`, fitted; its sub-riddles stored."""
+        move = self._fit(self._handled(claim, stage, ctx))
+        if move.children and move.to is not Queue.FAILED:
+            self._add_children(move.riddle, move.children)
+        return move
 
     def _handled(self, claim: Claim, stage: str, ctx: StageContext) -> Move:
         riddle = claim.riddle  # freshly read for this claim: ours to change
@@ -210,11 +274,16 @@ class Pipeline:
         riddle = outcome.riddle
         if "retry_at" in riddle.extensions():
             riddle.extensions()["retry_at"] = None
-        if outcome.children:
-            self._add_children(riddle, outcome.children)
+        refusal = self._refuse_children(riddle, outcome.children)
+        if refusal is not None:
+            failed = self.spool.reread(claim)
+            error = f"{stage}: {refusal}"
+            return self.prepare(
+                claim, failed, Queue.FAILED, stage, "failed", error=error, duration=duration
+            )
         if outcome.to is not Queue.FAILED:
             riddle.error = None
-        return self.prepare(
+        move = self.prepare(
             claim,
             riddle,
             outcome.to,
@@ -224,6 +293,22 @@ class Pipeline:
             declined=outcome.declined,
             duration=duration,
         )
+        move.children = outcome.children
+        return move
+
+    def _refuse_children(self, parent: Riddle, children: list[Riddle]) -> str | None:
+        """Why the sub-riddles cannot be stored, or None: each is a new riddle, held to the
+        limit of one, and its id must not belong to a riddle that is not this parent's."""
+        limit = self.spool.limits.new_riddle
+        for child in children:
+            size = size_of(child) + STAMP_ROOM
+            if size > limit:
+                reason = self.spool.limits.too_large(size, limit, " for a new riddle")
+                return f"sub-riddle {child.id}: {reason}"
+            found = self.spool.find(child.id or "")
+            if found is not None and found[1].parent_id != parent.id:
+                return f"sub-riddle {child.id}: the id is taken by another riddle"
+        return None
 
     def _add_children(self, parent: Riddle, children: list[Riddle]) -> None:
         # Idempotent: a crash after adding them and before moving the parent re-solves the
@@ -328,6 +413,30 @@ def is_solved(riddle: Riddle) -> bool:
     if solution is None:
         return False
     return solution.accepted is True or not riddle.status.validate_.required
+
+
+def _make_room(move: Move, limit: int) -> int:
+    """Drop the oldest history entries of `move`'s riddle, never its own, until the
+    document fits in `limit` or nothing is left to drop; its size after."""
+    riddle, keep = move.riddle, len(move.events)
+    size = size_of(riddle) + STAMP_ROOM
+    while size > limit and len(riddle.history) > keep:
+        freed, dropped = 0, 0
+        while freed < size - limit and dropped < len(riddle.history) - keep:
+            freed += len(orjson.dumps(riddle.history[dropped])) + 1
+            dropped += 1
+        riddle.history = riddle.history[dropped:]
+        size = size_of(riddle) + STAMP_ROOM
+    return size
+
+
+def _growth(size: int, limit: int, document: int) -> str:
+    """Why a change was not stored: the size it would have given, and the limit."""
+    kept = "" if limit == document else f", less {document - limit} bytes kept to record a failure"
+    return (
+        f"the document would grow to {size} bytes, over its limit of {limit} bytes "
+        f"(max_document_bytes{kept})"
+    )
 
 
 def _describe(exc: BaseException) -> str:

@@ -28,7 +28,13 @@ def open_spool(settings: Settings, actor: Actor | None = None, *, create: bool =
     root = Path(settings.spool)
     if not create and not (root / "incoming").is_dir():
         raise ConfigError(f"no spool at {root} (create one with `riddlectl init`)", where="--spool")
-    spool = FsSpool(root, durable=settings.fsync, actor=actor, drop_in_grace=settings.drop_in_grace)
+    spool = FsSpool(
+        root,
+        durable=settings.fsync,
+        actor=actor,
+        drop_in_grace=settings.drop_in_grace,
+        limits=settings.limits,
+    )
     spool.init()
     return spool
 

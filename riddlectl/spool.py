@@ -15,6 +15,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from riddlectl.documents import Limits
 from riddlectl.errors import DuplicateId, UnknownRiddle
 from riddlectl.models import Riddle
 from riddlectl.queues import Queue
@@ -53,6 +54,9 @@ class Spool(abc.ABC):
     # Riddles the last `claim` skipped because another agent held them (0 where claims
     # never contend across processes): the agent loop looks again soon when it is not 0.
     contended: int = 0
+    # Document sizes: the spool reads documents up to `limits.readable` and sets drop-ins
+    # over `limits.new_riddle` aside; the pipeline keeps what it commits within them.
+    limits: Limits = Limits()
 
     @abc.abstractmethod
     def init(self) -> None:
@@ -97,6 +101,11 @@ class Spool(abc.ABC):
     def handled(self, claim: Claim) -> None:  # noqa: B027 - optional hook, no-op by default
         """Mark the handling of a claimed riddle as over, its commit still to come: the
         holder dying now is not the riddle's fault (see `begin`)."""
+
+    @abc.abstractmethod
+    def reread(self, claim: Claim) -> Riddle:
+        """The claimed riddle's document as stored, whatever its holder did meanwhile to
+        `claim.riddle`: what a step that cannot be committed falls back to."""
 
     @abc.abstractmethod
     def release(self, claim: Claim) -> None:
