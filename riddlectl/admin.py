@@ -151,13 +151,12 @@ def purge(pipeline: Pipeline, queues: Iterable[Queue], older_than: float) -> lis
                 continue
             claim = pipeline.spool.claim_id(riddle.id or "")
             if claim.queue is queue:
-                pipeline.spool.delete(claim)
-                pipeline.events.append(
-                    {
-                        **pipeline.record(claim.riddle, "purge", queue, None, "ok"),
-                        "rev": claim.riddle.rev,
-                    }
-                )
+                event = {
+                    **pipeline.record(claim.riddle, "purge", queue, None, "ok"),
+                    "rev": claim.riddle.rev,
+                }
+                with pipeline.events.committing([event], pipeline.committed):
+                    pipeline.spool.delete(claim)
                 purged.append(riddle.id or "")
             else:
                 pipeline.spool.release(claim)

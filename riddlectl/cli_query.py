@@ -144,7 +144,9 @@ def events(
     ] = False,
 ) -> None:
     """The event log as JSON Lines."""
-    log = runtime.event_log(resolve(ctx))
+    settings = resolve(ctx)
+    runtime.recover_events(settings)  # first what agents killed mid-commit did not log
+    log = runtime.event_log(settings)
     stream = log.follow() if follow else log.read()
     try:
         for event in stream:

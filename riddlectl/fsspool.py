@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import orjson
 
@@ -63,6 +64,9 @@ class FsSpool(Spool):
         self.contended = 0
         # Called with (queue, name, reason) when a file is set aside in corrupt/.
         self.on_corrupt: Callable[[Queue, str, str], None] | None = None
+        # Called with (queue, riddle, the dead holder's claim record, abandoned claims in
+        # a row) when a claim finds that the agent handling the riddle died.
+        self.on_abandoned: Callable[[Queue, Riddle, dict[str, Any], int], None] | None = None
 
     # -- layout -----------------------------------------------------------------------
 
@@ -334,8 +338,11 @@ class FsSpool(Spool):
     def _open_claim(self, queue: Queue, riddle: Riddle, path: str, lock: Lock) -> Claim | None:
         # Duplicates are looked for on every claim (a stat per queue): a crash between the
         # rename and the unlink of any commit, an agent's or a command's, leaves one.
-        record = lock.read_record()
-        abandoned = _abandoned(record) + 1 if record else 0
+        raw = lock.read_record()
+        owner = _record(raw)
+        abandoned = int(owner.get("abandoned") or 0) + 1 if raw else 0
+        if isinstance(owner.get("rev"), int) and riddle.rev > owner["rev"]:
+            abandoned = 0  # its holder died after its commit was made: nothing abandoned
         riddle_id = riddle.id or ""
         others = [q for q in Queue if q is not queue and os.path.exists(self._file(q, riddle_id))]
         if others:
@@ -343,6 +350,8 @@ class FsSpool(Spool):
                 lock.release()
                 return None
             abandoned = 0  # the older copy's commit had completed: nothing was abandoned
+        if abandoned and self.on_abandoned is not None:
+            self.on_abandoned(queue, riddle, owner, abandoned)
         return Claim(riddle, queue, abandoned, _Token(lock, path))
 
     def handled(self, claim: Claim) -> None:
@@ -351,7 +360,12 @@ class FsSpool(Spool):
     def begin(self, claim: Claim) -> None:
         # Written when handling starts, not at claim time: riddles claimed in the same
         # batch as a poison riddle must not be charged for the agent's death.
-        record = {**self.actor.as_dict(), "time": time.time(), "abandoned": claim.abandoned}
+        record = {
+            **self.actor.as_dict(),
+            "time": time.time(),
+            "abandoned": claim.abandoned,
+            "rev": claim.riddle.rev,  # a later rev found with the record: the commit was made
+        }
         claim.token.lock.write_record(orjson.dumps(record))
 
     def _resolve_duplicates(self, queue: Queue, riddle: Riddle, lock: Lock) -> Riddle | None:
@@ -451,11 +465,16 @@ def _hashed(name: str) -> str:
     return "_" + hashlib.sha256(name.encode("utf-8", "surrogateescape")).hexdigest()[:32]
 
 
-def _abandoned(record: bytes) -> int:
+def _record(raw: bytes) -> dict[str, Any]:
+    """A claim record (the holder's agent, host, pid, time, abandoned count, rev); {} when
+    there is none or it cannot be read."""
     try:
-        return int(orjson.loads(record).get("abandoned", 0))
-    except (ValueError, AttributeError, TypeError):
-        return 0
+        record = orjson.loads(raw) if raw else {}
+    except orjson.JSONDecodeError:
+        return {}
+    if not isinstance(record, dict) or not isinstance(record.get("abandoned", 0), int):
+        return {}
+    return record
 
 
 def _listdir(directory: Path) -> list[str]:

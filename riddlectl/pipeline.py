@@ -159,11 +159,15 @@ class Pipeline:
         return failed
 
     def commit(self, moves: Sequence[Move]) -> list[Riddle]:
-        """Store prepared moves as one group, then log their events and resume parents."""
+        """Store prepared moves as one group, then log their events and resume parents.
+
+        The events are held in the journal while the group is committed (see `events`),
+        so that a death before they reach the log loses none of them."""
         if not moves:
             return []
-        stored = self.spool.commit_many([(m.claim, m.riddle, m.to) for m in moves])
-        self.events.append_many([event for move in moves for event in move.events])
+        events = [event for move in moves for event in move.events]
+        with self.events.committing(events, self.committed):
+            stored = self.spool.commit_many([(m.claim, m.riddle, m.to) for m in moves])
         reach("event-logged")
         for move, riddle in zip(moves, stored, strict=True):
             if self.on_move is not None:
@@ -318,9 +322,18 @@ class Pipeline:
         for child in fresh:
             child.created = now
             self.record(child, "submit", None, route(child), "ok", rev=1)
-        self.spool.add(fresh)
-        for child in fresh:
-            self.events.append(child.history[-1])
+        with self.events.committing([c.history[-1] for c in fresh], self.committed):
+            self.spool.add(fresh)
+
+    # -- the event log --------------------------------------------------------------------
+
+    def committed(self, event: dict[str, Any]) -> bool:
+        """Whether the commit `event` describes took place (see `event_committed`)."""
+        return event_committed(self.spool, event)
+
+    def recover_events(self) -> int:
+        """Log the events of commits whose writer died before logging them; how many."""
+        return self.events.recover(self.committed)
 
     def _retry_later(
         self, claim: Claim, riddle: Riddle, stage: str, exc: Exception, duration: float
@@ -405,6 +418,18 @@ class Pipeline:
     def sweep_waiting(self) -> int:
         """Resume every waiting parent whose children are all final; how many moved."""
         return sum(self.resume_parent(pid) for pid in self.spool.ids(Queue.WAITING))
+
+
+def event_committed(spool: Spool, event: dict[str, Any]) -> bool:
+    """Whether the commit an event describes took place: its riddle's stored history
+    holds the event (entries are the events themselves), or, for a purge, the riddle is
+    gone. One trimmed from the history since cannot be told, and counts as not taken
+    place."""
+    riddle_id = event.get("id")
+    found = spool.find(riddle_id) if isinstance(riddle_id, str) else None
+    if event.get("stage") == "purge":
+        return isinstance(riddle_id, str) and found is None
+    return found is not None and event in found[1].history
 
 
 def is_solved(riddle: Riddle) -> bool:

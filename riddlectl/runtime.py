@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
 from riddlectl.errors import ConfigError
 from riddlectl.events import EventLog
@@ -15,8 +16,9 @@ from riddlectl.extractions import ExtractionStore
 from riddlectl.fsspool import FsSpool
 from riddlectl.handlers import load_stage
 from riddlectl.identity import Actor
-from riddlectl.pipeline import Pipeline
-from riddlectl.queues import STAGE_OF_INBOX
+from riddlectl.models import Riddle
+from riddlectl.pipeline import Pipeline, event_committed
+from riddlectl.queues import STAGE_OF_INBOX, Queue
 from riddlectl.retry import RetryPolicy
 from riddlectl.settings import Settings
 from riddlectl.spool import Spool
@@ -61,7 +63,36 @@ def pipeline(settings: Settings, spool: Spool, actor: Actor) -> Pipeline:
                 "error": reason,
             }
         )
+        spool.on_abandoned = lambda queue, riddle, owner, count: events.append(
+            abandoned_event(queue, riddle, owner, count)
+        )
     return Pipeline(spool, events, actor, policy, settings.max_abandoned)
+
+
+def abandoned_event(
+    queue: Queue, riddle: Riddle, owner: dict[str, Any], count: int
+) -> dict[str, Any]:
+    """The event of a claim found abandoned: the dead holder as its agent, host and pid."""
+    return {
+        "time": time.time(),
+        "id": riddle.id,
+        "stage": STAGE_OF_INBOX.get(queue, queue.value),
+        "from": queue.value,
+        "to": queue.value,
+        "outcome": "abandoned",
+        "agent": owner.get("agent"),
+        "host": owner.get("host"),
+        "pid": owner.get("pid"),
+        "rev": riddle.rev,
+        "error": f"its agent died while handling it ({count} in a row)",
+        "claimed": owner.get("time"),
+    }
+
+
+def recover_events(settings: Settings) -> int:
+    """Log the events of commits whose writer died before logging them (`events`)."""
+    spool = FsSpool(Path(settings.spool), limits=settings.limits)
+    return event_log(settings).recover(lambda event: event_committed(spool, event))
 
 
 def stage_context(settings: Settings, stage: str) -> StageContext:

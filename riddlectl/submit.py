@@ -118,8 +118,6 @@ def submit(pipeline: Pipeline, riddles: list[Riddle]) -> list[str]:
     """
     for riddle in riddles:
         pipeline.record(riddle, "submit", None, route(riddle), "ok", rev=1)
-    pipeline.spool.add(riddles)
-    pipeline.events.append_many(
-        [{**riddle.history[-1], "to": route(riddle).value} for riddle in riddles]
-    )
+    with pipeline.events.committing([r.history[-1] for r in riddles], pipeline.committed):
+        pipeline.spool.add(riddles)
     return [riddle.id or "" for riddle in riddles]
