@@ -121,6 +121,23 @@ def test_sub_results_that_would_grow_the_parent_past_the_limit_fail_it(
     assert list((cli.spool / "corrupt").iterdir()) == []
 
 
+def test_rejected_solutions_piling_up_past_the_limit_fail_the_riddle(
+    cli: Cli, helpers: Path
+) -> None:
+    cli("init")
+    set_limit(cli, 64 * 1024)  # 48 KiB on its way: two rejected 20 KB answers, then a third
+    submit_ids(cli, "wordy")
+    done = cli(
+        "run", "--once", "--max-trials", "5", "--handler", solver(helpers, "explanation", 20_000)
+    )
+    assert done.code == 1, done.err
+    found = status(cli, "wordy")
+    assert found["queue"] == "failed" and found["error"].startswith("solve: ")
+    shown = cli("show", "wordy").json()
+    assert len(shown["riddle"]["solutions_before"]) == 2 and shown["status"]["trial"] == 2
+    assert list((cli.spool / "corrupt").iterdir()) == []
+
+
 def test_a_sub_riddle_over_the_limit_for_new_riddles_fails_its_parent(
     cli: Cli, helpers: Path
 ) -> None:
