@@ -60,6 +60,19 @@ def test_commit_moves_and_bumps_rev(spool: Spool) -> None:
     assert [c.riddle.id for c in spool.claim(Queue.EXTRACTED)] == ["a"]
 
 
+def test_reread_gives_the_document_as_stored_whatever_the_holder_changed(
+    spool: Spool,
+) -> None:
+    spool.add([riddle("a")])
+    for claim in (spool.claim(Queue.INCOMING)[0], None):
+        claim = claim or spool.claim_id("a")
+        claim.riddle.riddle.question = "changed by a handler"
+        claim.riddle.history.append({"stage": "extract"})
+        again = spool.reread(claim)
+        assert (again.riddle.question, again.history, again.rev) == ("x =", [], 1)
+        spool.release(claim)
+
+
 def test_claim_order_is_priority_then_oldest(spool: Spool) -> None:
     spool.add(
         [
