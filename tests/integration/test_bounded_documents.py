@@ -15,6 +15,7 @@ import pytest
 
 from riddlectl import runtime, submit
 from riddlectl.admin import hold, release, retry
+from riddlectl.errors import DocumentTooLarge
 from riddlectl.identity import Actor
 from riddlectl.queues import Queue
 from riddlectl.runner import run
@@ -277,3 +278,21 @@ def test_a_failure_always_fits_and_retry_makes_room(
     queue, retried = spool.require(riddle_id)
     assert (queue, retried.error) == (Queue.INCOMING, None)
     assert len(orjson.dumps(retried.to_json())) <= 48 * 1024
+
+
+def test_a_command_that_cannot_make_room_refuses_and_changes_nothing(
+    settings: Settings, small: Settings
+) -> None:
+    (riddle_id,) = submitted(settings, example_doc(id="wide"))
+    spool = runtime.open_spool(settings)
+    pipeline = runtime.pipeline(settings, spool, Actor("test"))
+    claim = spool.claim_id(riddle_id)
+    riddle = claim.riddle.model_copy(deep=True)
+    riddle.extensions()["notes"] = "n" * 60_000  # stored before the limit was lowered
+    pipeline.move(claim, riddle, Queue.FAILED, "solve", "failed", error="gave up")
+    lowered = runtime.pipeline(small, runtime.open_spool(small), Actor("test"))
+    for _ in range(2):  # the claim was given back: the second try is refused alike
+        with pytest.raises(DocumentTooLarge, match="cannot retry: the document would grow"):
+            retry(lowered, riddle_id)
+    queue, kept = spool.require(riddle_id)
+    assert (queue, kept.error, kept.rev) == (Queue.FAILED, "gave up", 2)
