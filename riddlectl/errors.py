@@ -85,4 +85,16 @@ class HandlerTimeout(HandlerFailed):
 
 
 class DocumentTooLarge(RiddleError):
-    """A change a command asked for would make a document larger than its limit."""
+    """A document that would be larger than its limit: `sizes` holds the size of each
+    (by id) that a refused commit would have stored."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        where: str | None = None,
+        field: str | None = None,
+        sizes: dict[str, int] | None = None,
+    ):
+        super().__init__(message, where=where, field=field)
+        self.sizes = sizes or {}

@@ -147,10 +147,18 @@ class FsSpool(Spool):
 
     def commit_many(self, moves: Sequence[tuple[Claim, Riddle, Queue]]) -> list[Riddle]:
         stamped = [(claim, stamp(riddle), to) for claim, riddle, to in moves]
+        files = [(self._file(to, r.id or ""), documents.dumps(r)) for _, r, to in stamped]
+        # Measured as written, so a commit costs no serialisation more than it did.
+        self.refuse_oversize(
+            (claim, r, to, len(data))
+            for (claim, r, to), (_, data) in zip(stamped, files, strict=True)
+        )
         # The renames are made durable before any source goes: a filesystem without a
         # journal (this project's own ext4 has none) may write a directory's removal back
         # before another's addition, and a crash between the two would lose the riddle.
-        atomic.sync_dirs(self._store_many([(to, riddle) for _, riddle, to in stamped]))
+        atomic.sync_dirs(
+            atomic.publish(files, self.tmp_dir, durable=self.durable, checkpoints=True)
+        )
         for claim, riddle, to in stamped:
             token: _Token = claim.token
             if token.path != self._file(to, riddle.id or ""):

@@ -5,9 +5,9 @@ commit: forward on success, back into the same queue with a delay on a retryable
 to `failed/` when the riddle cannot be handled or its attempts are used up. Every handling
 appends one `history` entry to the document and one line to the event log.
 
-Every move is fitted to the document size limit before it is committed (`_fit`): the
-oldest history entries make room first; a step whose outcome still does not fit fails
-the riddle with its document as it was before that step, which always fits.
+A move the spool refuses as too large is fitted to the size limit (`_fit`): the oldest
+history entries make room first; a step whose outcome still does not fit fails the
+riddle with its document as it was before that step, which always fits.
 """
 
 from __future__ import annotations
@@ -129,24 +129,28 @@ class Pipeline:
 
     # -- sizes ----------------------------------------------------------------------------
 
-    def _fit(self, move: Move) -> Move:
-        """`move` within its document's limit, made room for by dropping the oldest history
-        entries (the event log keeps them). A stage's outcome that still does not fit fails
-        the riddle instead; a command's raises `DocumentTooLarge`. A move to `failed/` is
-        stored in any case: a riddle must always be able to end."""
-        limits = self.spool.limits
-        limit = limits.document if move.to is Queue.FAILED else limits.on_its_way
-        size = size_of(move.riddle) + STAMP_ROOM
-        if size <= limit or _make_room(move, limit) <= limit:
+    def _fit(self, move: Move, size: int) -> Move:
+        """`move`, whose document would be `size` bytes, within its limit: made room for
+        by dropping the oldest history entries (the event log keeps them). A stage's
+        outcome that still does not fit fails the riddle instead; a command's raises
+        `DocumentTooLarge`. A move to `failed/` is stored in any case: a riddle must always
+        be able to end."""
+        limit = self.spool.limit_for(move.to)
+        if _make_room(move, limit) <= limit:
             return move
         if move.stage in STAGE_FUNCTIONS:
             return self._too_large(move, size, limit)
         if move.to is Queue.FAILED:
+            move.claim.unbounded = True
             return move
         raise DocumentTooLarge(
-            f"cannot {move.stage}: {_growth(size, limit, limits.document)}",
+            f"cannot {move.stage}: {_growth(size, limit, self.spool.limits.document)}",
             where=move.riddle.id,
         )
+
+    def _refitted(self, move: Move, sizes: dict[str, int]) -> Move:
+        size = sizes.get(move.riddle.id or "")
+        return move if size is None else self._fit(move, size)
 
     def _too_large(self, move: Move, size: int, limit: int) -> Move:
         """The riddle of `move` failed, as it was before the step that made `move`."""
@@ -155,19 +159,30 @@ class Pipeline:
         failed = self.prepare(move.claim, riddle, Queue.FAILED, move.stage, "failed", error=error)
         # It fits, since the document before the step left room for a failure; one stored
         # before the limit was lowered may not, and is stored all the same.
-        _make_room(failed, self.spool.limits.document)
+        if _make_room(failed, self.spool.limits.document) > self.spool.limits.document:
+            move.claim.unbounded = True
         return failed
 
     def commit(self, moves: Sequence[Move]) -> list[Riddle]:
         """Store prepared moves as one group, then log their events and resume parents.
 
         The events are held in the journal while the group is committed (see `events`),
-        so that a death before they reach the log loses none of them."""
+        so that a death before they reach the log loses none of them. Moves the spool
+        refuses as too large are fitted (`_fit`) and the group committed again."""
         if not moves:
             return []
-        events = [event for move in moves for event in move.events]
-        with self.events.committing(events, self.committed):
-            stored = self.spool.commit_many([(m.claim, m.riddle, m.to) for m in moves])
+        moves = list(moves)
+        for attempt in range(3):
+            events = [event for move in moves for event in move.events]
+            try:
+                with self.events.committing(events, self.committed):
+                    stored = self.spool.commit_many([(m.claim, m.riddle, m.to) for m in moves])
+                break
+            except DocumentTooLarge as exc:
+                # Each pass fits or fails every move refused, so the second one stores them.
+                if not exc.sizes or attempt == 2:
+                    raise
+                moves = [self._refitted(move, exc.sizes) for move in moves]
         reach("event-logged")
         for move, riddle in zip(moves, stored, strict=True):
             if self.on_move is not None:
@@ -190,11 +205,10 @@ class Pipeline:
         parents. `DocumentTooLarge` (the claim given back) when a command's change does
         not fit."""
         try:
-            prepared = self._fit(self.prepare(claim, riddle, to, stage, outcome, error=error))
+            return self.commit([self.prepare(claim, riddle, to, stage, outcome, error=error)])[0]
         except DocumentTooLarge:
             self.spool.release(claim)
             raise
-        return self.commit([prepared])[0]
 
     # -- handling -------------------------------------------------------------------------
 
@@ -239,10 +253,16 @@ class Pipeline:
         return stored
 
     def _ready(self, claim: Claim, stage: str, ctx: StageContext) -> Move:
-        """The move a claimed riddle makes after `stage`, fitted; its sub-riddles stored."""
-        move = self._fit(self._handled(claim, stage, ctx))
-        if move.children and move.to is not Queue.FAILED:
-            self._add_children(move.riddle, move.children)
+        """The move a claimed riddle makes after `stage`, its sub-riddles stored. A parent
+        is measured first: were the spool to refuse it after they were stored, they would
+        be left without it."""
+        move = self._handled(claim, stage, ctx)
+        if move.children:
+            size = size_of(move.riddle) + STAMP_ROOM
+            if size > self.spool.limit_for(move.to):
+                move = self._fit(move, size)
+            if move.to is not Queue.FAILED:
+                self._add_children(move.riddle, move.children)
         return move
 
     def _handled(self, claim: Claim, stage: str, ctx: StageContext) -> Move:
