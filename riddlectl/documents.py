@@ -21,6 +21,7 @@ from riddlectl.models import Riddle
 MAX_DOCUMENT_BYTES = 4 * 1024 * 1024  # the default of the setting `max_document_bytes`
 MIN_DOCUMENT_BYTES = 64 * 1024  # below this, a riddle's own history would crowd it out
 FAILURE_ROOM = 16 * 1024  # kept free below the limit, so that a failure can always be stored
+STAMP_ROOM = 64  # bytes a commit's stamp (rev, updated, created) may add to a document
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,19 @@ class Limits:
         return (
             f"document is {size} bytes, over the {limit}-byte limit{what} "
             f"(max_document_bytes is {self.document})"
+        )
+
+    def grown(self, size: int, limit: int) -> str:
+        """The one-line reason a change that would make a document `size` bytes, over
+        `limit`, was not stored."""
+        kept = (
+            ""
+            if limit == self.document
+            else f", less {FAILURE_ROOM} bytes kept to record a failure"
+        )
+        return (
+            f"the document would grow to {size} bytes, over its limit of {limit} bytes "
+            f"(max_document_bytes{kept})"
         )
 
 
@@ -213,5 +227,20 @@ def parse(
 
 
 def size_of(riddle: Riddle) -> int:
-    """How many bytes `riddle` takes stored (give or take the few a commit's stamp adds)."""
-    return len(dumps(riddle))
+    """How many bytes `riddle` takes stored, and what a commit's stamp may add."""
+    return len(dumps(riddle)) + STAMP_ROOM
+
+
+def make_room(riddle: Riddle, limit: int, keep: int = 0) -> int:
+    """Drop the oldest history entries of `riddle`, never its newest `keep`, until it fits
+    in `limit` bytes or nothing is left to drop (the event log keeps them all); its size
+    after, as `size_of` gives it."""
+    size = size_of(riddle)
+    while size > limit and len(riddle.history) > keep:
+        freed, dropped = 0, 0
+        while freed < size - limit and dropped < len(riddle.history) - keep:
+            freed += len(orjson.dumps(riddle.history[dropped])) + 1
+            dropped += 1
+        riddle.history = riddle.history[dropped:]
+        size = size_of(riddle)
+    return size

@@ -19,10 +19,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
-
 from riddlectl.crashpoints import reach
-from riddlectl.documents import size_of
+from riddlectl.documents import make_room, size_of
 from riddlectl.errors import (
     DocumentTooLarge,
     HandlerFailed,
@@ -41,7 +39,6 @@ from riddlectl.stages import STAGE_FUNCTIONS, Outcome, StageContext
 MAX_HISTORY = 200  # entries kept per document, so a riddle retried forever stays small
 GROUP_WINDOW = 0.005  # seconds a handled riddle may wait for others to share its commit
 MAX_ERROR_CHARS = 1000  # of an error kept in a document: a handler's message may be huge
-STAMP_ROOM = 64  # bytes a commit's stamp (rev, updated, created) may add to a document
 
 
 @dataclass
@@ -144,7 +141,7 @@ class Pipeline:
             move.claim.unbounded = True
             return move
         raise DocumentTooLarge(
-            f"cannot {move.stage}: {_growth(size, limit, self.spool.limits.document)}",
+            f"cannot {move.stage}: {self.spool.limits.grown(size, limit)}",
             where=move.riddle.id,
         )
 
@@ -154,7 +151,7 @@ class Pipeline:
 
     def _too_large(self, move: Move, size: int, limit: int) -> Move:
         """The riddle of `move` failed, as it was before the step that made `move`."""
-        error = f"{move.stage}: {_growth(size, limit, self.spool.limits.document)}"
+        error = f"{move.stage}: {self.spool.limits.grown(size, limit)}"
         riddle = self.spool.reread(move.claim)
         failed = self.prepare(move.claim, riddle, Queue.FAILED, move.stage, "failed", error=error)
         # It fits, since the document before the step left room for a failure; one stored
@@ -258,7 +255,7 @@ class Pipeline:
         be left without it."""
         move = self._handled(claim, stage, ctx)
         if move.children:
-            size = size_of(move.riddle) + STAMP_ROOM
+            size = size_of(move.riddle)
             if size > self.spool.limit_for(move.to):
                 move = self._fit(move, size)
             if move.to is not Queue.FAILED:
@@ -325,7 +322,7 @@ class Pipeline:
         limit of one, and its id must not belong to a riddle that is not this parent's."""
         limit = self.spool.limits.new_riddle
         for child in children:
-            size = size_of(child) + STAMP_ROOM
+            size = size_of(child)
             if size > limit:
                 reason = self.spool.limits.too_large(size, limit, " for a new riddle")
                 return f"sub-riddle {child.id}: {reason}"
@@ -461,27 +458,8 @@ def is_solved(riddle: Riddle) -> bool:
 
 
 def _make_room(move: Move, limit: int) -> int:
-    """Drop the oldest history entries of `move`'s riddle, never its own, until the
-    document fits in `limit` or nothing is left to drop; its size after."""
-    riddle, keep = move.riddle, len(move.events)
-    size = size_of(riddle) + STAMP_ROOM
-    while size > limit and len(riddle.history) > keep:
-        freed, dropped = 0, 0
-        while freed < size - limit and dropped < len(riddle.history) - keep:
-            freed += len(orjson.dumps(riddle.history[dropped])) + 1
-            dropped += 1
-        riddle.history = riddle.history[dropped:]
-        size = size_of(riddle) + STAMP_ROOM
-    return size
-
-
-def _growth(size: int, limit: int, document: int) -> str:
-    """Why a change was not stored: the size it would have given, and the limit."""
-    kept = "" if limit == document else f", less {document - limit} bytes kept to record a failure"
-    return (
-        f"the document would grow to {size} bytes, over its limit of {limit} bytes "
-        f"(max_document_bytes{kept})"
-    )
+    """`make_room` for `move`'s riddle, never dropping the entries of `move` itself."""
+    return make_room(move.riddle, limit, keep=len(move.events))
 
 
 def _describe(exc: BaseException) -> str:
