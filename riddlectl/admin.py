@@ -169,11 +169,23 @@ def _reset(riddle: Riddle, step: str, reset_trials: bool) -> None:
         riddle.status.step(name).finished = False
     if step in ("extract", "solve"):
         riddle.solution = None
+        _retire_children(riddle)
     elif riddle.solution is not None:
         riddle.solution.accepted = None
         riddle.solution.review = None
     if reset_trials:
         riddle.status.trial = 0
+
+
+def _retire_children(riddle: Riddle) -> None:
+    """Solving again starts afresh: the sub-riddles of earlier attempts (cancelled, failed,
+    or solved from data that may have changed since) no longer count. Their ids stay
+    taken, so they are kept aside in `retired_sub_ids` and new ones number on after them."""
+    if riddle.sub_ids:
+        retired = list(riddle.extensions().get("retired_sub_ids") or [])
+        riddle.extensions()["retired_sub_ids"] = [*retired, *riddle.sub_ids]
+        riddle.sub_ids = []
+    riddle.sub_results = None
 
 
 def failed_ids(pipeline: Pipeline) -> list[str]:
@@ -193,13 +205,12 @@ def purge(pipeline: Pipeline, queues: Iterable[Queue], older_than: float) -> lis
             except UnknownRiddle:  # purged meanwhile by another command
                 continue
             if claim.queue is queue:
-                pipeline.spool.delete(claim)
-                pipeline.events.append(
-                    {
-                        **pipeline.record(claim.riddle, "purge", queue, None, "ok"),
-                        "rev": claim.riddle.rev,
-                    }
-                )
+                event = {
+                    **pipeline.record(claim.riddle, "purge", queue, None, "ok"),
+                    "rev": claim.riddle.rev,
+                }
+                with pipeline.events.committing([event], pipeline.committed):
+                    pipeline.spool.delete(claim)
                 purged.append(riddle.id or "")
             else:
                 pipeline.spool.release(claim)

@@ -28,6 +28,7 @@ IDLE_POLL = 1.0  # seconds between rescans when nothing wakes the loop
 CONTENDED_PAUSES = (0.0002, 0.0005, 0.001, 0.002)
 MIN_PAUSE = 0.02  # first idle pause of `run --once`, doubling up to IDLE_POLL
 SWEEP_EVERY = 1.0  # seconds between sweeps of waiting/ for parents to resume
+RECOVER_EVERY = 5.0  # seconds between looks for events of dead agents left to log
 BATCH = 8  # riddles claimed at once per stage
 MAX_SPARES = 8  # worker threads an agent adds while handler calls hang
 STOP_GRACE = 10.0  # seconds handler calls still running may take once an agent is stopping
@@ -46,6 +47,7 @@ class Worker:
     spare: bool = False  # added while handlers hang; retires when idle
     on_slow: Callable[[], None] | None = None  # called when one of its handler calls is slow
     _last_sweep: float = 0.0
+    _last_recovery: float = field(default_factory=time.monotonic)
 
     @property
     def stages(self) -> list[str]:
@@ -62,6 +64,9 @@ class Worker:
         ) and time.monotonic() - self._last_sweep > SWEEP_EVERY:
             self._last_sweep = time.monotonic()
             handled += self.pipeline.sweep_waiting()
+        if time.monotonic() - self._last_recovery > RECOVER_EVERY:
+            self._last_recovery = time.monotonic()
+            self.pipeline.recover_events()
         return handled
 
     def _drain(self, stage: str) -> int:

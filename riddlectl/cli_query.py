@@ -203,6 +203,7 @@ def events(
     """The event log as JSON Lines."""
     settings = resolve(ctx)
     runtime.open_spool(settings, create=False)
+    runtime.recover_events(settings)  # first what agents killed mid-commit did not log
     log = runtime.event_log(settings)
     stream = log.follow() if follow else log.read()
     try:

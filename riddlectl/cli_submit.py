@@ -108,6 +108,7 @@ def submit(
         not no_extract,
         not no_validate,
         riddle_id,
+        settings.max_document_bytes,
     )
     riddles = submitting.prepare(parsed, settings, priority)
     pipeline = runtime.pipeline(settings, spool, actor("submit"))
@@ -127,6 +128,7 @@ def _submission(
     extract: bool,
     validate: bool,
     riddle_id: str | None,
+    limit: int,
 ) -> list[tuple[str, Any]]:
     if question is not None:
         if files:
@@ -160,4 +162,4 @@ def _submission(
             sources.append(submitting.Source(name, Path(name).read_bytes()))
         except OSError as exc:
             raise RiddleError(f"cannot read: {exc.strerror}", where=name) from None
-    return submitting.parse_sources(sources)
+    return submitting.parse_sources(sources, limit)

@@ -8,6 +8,7 @@ format (SPEC §2.1) is converted to the canonical one before validation.
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from stat import S_ISREG
 from typing import Any
 
@@ -17,7 +18,57 @@ from pydantic import ValidationError
 from riddlectl.errors import InvalidDocument
 from riddlectl.models import Riddle
 
-MAX_DOCUMENT_BYTES = 4 * 1024 * 1024
+MAX_DOCUMENT_BYTES = 4 * 1024 * 1024  # the default of the setting `max_document_bytes`
+MIN_DOCUMENT_BYTES = 64 * 1024  # below this, a riddle's own history would crowd it out
+FAILURE_ROOM = 16 * 1024  # kept free below the limit, so that a failure can always be stored
+STAMP_ROOM = 64  # bytes a commit's stamp (rev, updated, created) may add to a document
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Every document size limit, derived from the one setting `max_document_bytes`.
+
+    No document is stored over `document`. A new riddle (submitted, dropped in, or asked
+    as a sub-riddle) may take a quarter of it, so that it has room to grow as it moves
+    on. A riddle going on through the pipeline must leave `FAILURE_ROOM` free: room for
+    the record of its failure, should its next step fail, whatever that step produced.
+    Reading allows four times the limit, so that a limit lowered after documents were
+    stored does not hide them.
+    """
+
+    document: int = MAX_DOCUMENT_BYTES
+
+    @property
+    def new_riddle(self) -> int:
+        return self.document // 4
+
+    @property
+    def on_its_way(self) -> int:
+        return self.document - FAILURE_ROOM
+
+    @property
+    def readable(self) -> int:
+        return self.document * 4
+
+    def too_large(self, size: int, limit: int, what: str = "") -> str:
+        """The one-line reason a document of `size` bytes is refused."""
+        return (
+            f"document is {size} bytes, over the {limit}-byte limit{what} "
+            f"(max_document_bytes is {self.document})"
+        )
+
+    def grown(self, size: int, limit: int) -> str:
+        """The one-line reason a change that would make a document `size` bytes, over
+        `limit`, was not stored."""
+        kept = (
+            ""
+            if limit == self.document
+            else f", less {FAILURE_ROOM} bytes kept to record a failure"
+        )
+        return (
+            f"the document would grow to {size} bytes, over its limit of {limit} bytes "
+            f"(max_document_bytes{kept})"
+        )
 
 
 def read_at_most(fd: int, limit: int, size: int) -> bytes:
@@ -53,16 +104,23 @@ BOM = b"\xef\xbb\xbf"  # editors on some systems start UTF-8 files with it; JSON
 
 
 def loads(
-    raw: bytes, where: str, limit: int = MAX_DOCUMENT_BYTES, *, one_line: bool = False
+    raw: bytes,
+    where: str,
+    limit: int = MAX_DOCUMENT_BYTES,
+    size: int | None = None,
+    *,
+    one_line: bool = False,
 ) -> Any:
-    """Parse JSON bytes, refusing documents over `limit` bytes.
+    """Parse JSON bytes, refusing documents over `limit` bytes. `size` is the size of the
+    whole file when `raw` was read only up to the limit, so the reason tells the truth.
 
     A syntax error names its place as `where:LINE:COLUMN`, both counted from 1, or as
     `where:COLUMN` for `one_line` (a line of JSON Lines, whose `where` names the line).
     """
     if len(raw) > limit:
         raise InvalidDocument(
-            f"document is {len(raw)} bytes, over the {limit}-byte limit", where=where
+            f"document is {max(len(raw), size or 0)} bytes, over the {limit}-byte limit",
+            where=where,
         )
     try:
         return orjson.loads(raw.removeprefix(BOM))
@@ -205,6 +263,32 @@ def _first_line(message: str) -> str:
     return lines[0].removeprefix("Value error, ")
 
 
-def parse(raw: bytes, where: str, default_id: str | None = None) -> Riddle:
+def parse(
+    raw: bytes,
+    where: str,
+    default_id: str | None = None,
+    limit: int = MAX_DOCUMENT_BYTES,
+    size: int | None = None,
+) -> Riddle:
     """Bytes of one document → `Riddle`, or `InvalidDocument` naming `where` and the field."""
-    return to_riddle(loads(raw, where), where, default_id)
+    return to_riddle(loads(raw, where, limit, size), where, default_id)
+
+
+def size_of(riddle: Riddle) -> int:
+    """How many bytes `riddle` takes stored, and what a commit's stamp may add."""
+    return len(dumps(riddle)) + STAMP_ROOM
+
+
+def make_room(riddle: Riddle, limit: int, keep: int = 0) -> int:
+    """Drop the oldest history entries of `riddle`, never its newest `keep`, until it fits
+    in `limit` bytes or nothing is left to drop (the event log keeps them all); its size
+    after, as `size_of` gives it."""
+    size = size_of(riddle)
+    while size > limit and len(riddle.history) > keep:
+        freed, dropped = 0, 0
+        while freed < size - limit and dropped < len(riddle.history) - keep:
+            freed += len(orjson.dumps(riddle.history[dropped])) + 1
+            dropped += 1
+        riddle.history = riddle.history[dropped:]
+        size = size_of(riddle)
+    return size

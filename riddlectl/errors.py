@@ -83,3 +83,19 @@ class HandlerFailed(Exception):
 
 class HandlerTimeout(HandlerFailed):
     """A handler ran past its timeout and was stopped."""
+
+
+class DocumentTooLarge(RiddleError):
+    """A document that would be larger than its limit: `sizes` holds the size of each
+    (by id) that a refused commit would have stored."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        where: str | None = None,
+        field: str | None = None,
+        sizes: dict[str, int] | None = None,
+    ):
+        super().__init__(message, where=where, field=field)
+        self.sizes = sizes or {}

@@ -20,11 +20,13 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import orjson
 
 from riddlectl import atomic, documents
 from riddlectl.crashpoints import reach
+from riddlectl.documents import Limits
 from riddlectl.errors import DuplicateId, InvalidDocument
 from riddlectl.identity import Actor
 from riddlectl.ids import new_id
@@ -70,8 +72,10 @@ class FsSpool(Spool):
         durable: bool = True,
         actor: Actor | None = None,
         drop_in_grace: float = DROP_IN_GRACE,
+        limits: Limits | None = None,
     ) -> None:
         self.root = Path(root)
+        self.limits = limits or Limits()
         self.durable = durable
         self.actor = actor or Actor("riddlectl")
         self.drop_in_grace = drop_in_grace
@@ -82,6 +86,9 @@ class FsSpool(Spool):
         self.contended = 0
         # Called with (queue, name, reason) when a file is set aside in corrupt/.
         self.on_corrupt: Callable[[Queue, str, str], None] | None = None
+        # Called with (queue, riddle, the dead holder's claim record, abandoned claims in
+        # a row) when a claim finds that the agent handling the riddle died.
+        self.on_abandoned: Callable[[Queue, Riddle, dict[str, Any], int], None] | None = None
 
     # -- layout -----------------------------------------------------------------------
 
@@ -204,10 +211,18 @@ class FsSpool(Spool):
 
     def commit_many(self, moves: Sequence[tuple[Claim, Riddle, Queue]]) -> list[Riddle]:
         stamped = [(claim, stamp(riddle), to) for claim, riddle, to in moves]
+        files = [(self._file(to, r.id or ""), documents.dumps(r)) for _, r, to in stamped]
+        # Measured as written, so a commit costs no serialisation more than it did.
+        self.refuse_oversize(
+            (claim, r, to, len(data))
+            for (claim, r, to), (_, data) in zip(stamped, files, strict=True)
+        )
         # The renames are made durable before any source goes: a filesystem without a
         # journal (this project's own ext4 has none) may write a directory's removal back
         # before another's addition, and a crash between the two would lose the riddle.
-        atomic.sync_dirs(self._store_many([(to, riddle) for _, riddle, to in stamped]))
+        atomic.sync_dirs(
+            atomic.publish(files, self.tmp_dir, durable=self.durable, checkpoints=True)
+        )
         for claim, riddle, to in stamped:
             token: _Token = claim.token
             if token.path != self._file(to, riddle.id or ""):
@@ -256,12 +271,23 @@ class FsSpool(Spool):
         )
 
     def read(self, queue: Queue, riddle_id: str) -> Riddle | None:
-        path = self._path(queue, riddle_id)
+        path = self._file(queue, riddle_id)
         try:
-            raw = path.read_bytes()
+            return self._parse_file(path, path)
         except FileNotFoundError:
             return None
-        return documents.parse(raw, str(path))
+
+    def _parse_file(self, path: str, where: str, default_id: str | None = None) -> Riddle:
+        """The document at `path`, read up to `limits.readable` (a document stored before
+        the limit was lowered is still read), with its real size in the reason if over."""
+        raw, info = documents.read_raw(path, self.limits.readable + 1)
+        if raw is None:
+            raise InvalidDocument("not a regular file", where=where)
+        return documents.parse(raw, where, default_id, self.limits.readable, info.st_size)
+
+    def reread(self, claim: Claim) -> Riddle:
+        token: _Token = claim.token
+        return self._parse_file(token.path, token.path)
 
     def find(self, riddle_id: str) -> tuple[Queue, Riddle] | None:
         if not ID_RE.fullmatch(riddle_id):
@@ -312,7 +338,9 @@ class FsSpool(Spool):
 
     def claim(self, queue: Queue, limit: int = 1, now: float | None = None) -> list[Claim]:
         now = time.time() if now is None else now
-        inbox = self._inboxes.setdefault(queue, Inbox(str(self.dir(queue))))
+        inbox = self._inboxes.get(queue)
+        if inbox is None:
+            inbox = self._inboxes[queue] = Inbox(str(self.dir(queue)), self.limits.readable)
         backlog = inbox.candidates(now, limit)
         claims: list[Claim] = []
         self.contended = 0
@@ -364,8 +392,9 @@ class FsSpool(Spool):
         aside (a young drop-in that does not parse is left alone: it may be being written).
         What is not a regular file is set aside at once, and never opened to wait on."""
         where = f"{queue.value}/{name}"
+        limits = self.limits
         try:
-            raw, info = documents.read_raw(path)
+            raw, info = documents.read_raw(path, limits.readable + 1)
         except FileNotFoundError:
             raise
         except OSError:  # a socket or a symbolic link cannot be opened as read_raw does
@@ -380,7 +409,14 @@ class FsSpool(Spool):
             return None, info.st_ino
         try:
             # A stem that is no valid id gives way to a generated id, as `submit` gives one.
-            return documents.parse(raw, where, default_id=stem or new_id()), info.st_ino
+            default_id = stem or new_id()
+            riddle = documents.parse(raw, where, default_id, limits.readable, info.st_size)
+            # A drop-in (never stored by a commit, so rev 0) is a new riddle: held to the
+            # same share of the limit as a submission, or it could not grow as it moves on.
+            if queue is Queue.INCOMING and riddle.rev == 0 and len(raw) > limits.new_riddle:
+                reason = limits.too_large(len(raw), limits.new_riddle, " for a new riddle")
+                raise InvalidDocument(reason, where=where)
+            return riddle, info.st_ino
         except InvalidDocument as exc:
             if queue is Queue.INCOMING and time.time() - info.st_mtime < self.drop_in_grace:
                 return None, info.st_ino
@@ -392,8 +428,11 @@ class FsSpool(Spool):
     def _open_claim(self, queue: Queue, riddle: Riddle, path: str, lock: Lock) -> Claim | None:
         # Duplicates are looked for on every claim (a stat per queue): a crash between the
         # rename and the unlink of any commit, an agent's or a command's, leaves one.
-        record = lock.read_record()
-        abandoned = _abandoned(record) + 1 if record else 0
+        raw = lock.read_record()
+        owner = _record(raw)
+        abandoned = int(owner.get("abandoned") or 0) + 1 if raw else 0
+        if isinstance(owner.get("rev"), int) and riddle.rev > owner["rev"]:
+            abandoned = 0  # its holder died after its commit was made: nothing abandoned
         riddle_id = riddle.id or ""
         others = [q for q in Queue if q is not queue and os.path.exists(self._file(q, riddle_id))]
         if others:
@@ -401,6 +440,8 @@ class FsSpool(Spool):
                 lock.release()
                 return None
             abandoned = 0  # the older copy's commit had completed: nothing was abandoned
+        if abandoned and self.on_abandoned is not None:
+            self.on_abandoned(queue, riddle, owner, abandoned)
         return Claim(riddle, queue, abandoned, _Token(lock, path))
 
     def handled(self, claim: Claim) -> None:
@@ -409,7 +450,12 @@ class FsSpool(Spool):
     def begin(self, claim: Claim) -> None:
         # Written when handling starts, not at claim time: riddles claimed in the same
         # batch as a poison riddle must not be charged for the agent's death.
-        record = {**self.actor.as_dict(), "time": time.time(), "abandoned": claim.abandoned}
+        record = {
+            **self.actor.as_dict(),
+            "time": time.time(),
+            "abandoned": claim.abandoned,
+            "rev": claim.riddle.rev,  # a later rev found with the record: the commit was made
+        }
         claim.token.lock.write_record(orjson.dumps(record))
 
     def _resolve_duplicates(self, queue: Queue, riddle: Riddle, lock: Lock) -> Riddle | None:
@@ -532,8 +578,13 @@ def _hashed(name: str) -> str:
     return "_" + hashlib.sha256(name.encode("utf-8", "surrogateescape")).hexdigest()[:32]
 
 
-def _abandoned(record: bytes) -> int:
+def _record(raw: bytes) -> dict[str, Any]:
+    """A claim record (the holder's agent, host, pid, time, abandoned count, rev); {} when
+    there is none or it cannot be read."""
     try:
-        return int(orjson.loads(record).get("abandoned", 0))
-    except (ValueError, AttributeError, TypeError):
-        return 0
+        record = orjson.loads(raw) if raw else {}
+    except orjson.JSONDecodeError:
+        return {}
+    if not isinstance(record, dict) or not isinstance(record.get("abandoned", 0), int):
+        return {}
+    return record

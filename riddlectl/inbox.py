@@ -93,10 +93,10 @@ class Header:
         return (-self.priority, self.created, self.name.removesuffix(".json"))
 
 
-def read_header(directory: str, name: str, inode: int) -> Header:
+def read_header(directory: str, name: str, inode: int, limit: int = MAX_DOCUMENT_BYTES) -> Header:
     try:
-        raw, _ = read_raw(f"{directory}/{name}", MAX_DOCUMENT_BYTES + 1)
-        if raw is None or len(raw) > MAX_DOCUMENT_BYTES:
+        raw, _ = read_raw(f"{directory}/{name}", limit + 1)
+        if raw is None or len(raw) > limit:
             raise ValueError("not a regular file, or too large to be a riddle")
         doc = orjson.loads(raw)
         doc = doc if isinstance(doc, dict) else {}
@@ -115,8 +115,9 @@ def read_header(directory: str, name: str, inode: int) -> Header:
 class Inbox:
     """The claim order of one queue directory, for one spool object (one thread)."""
 
-    def __init__(self, directory: str) -> None:
+    def __init__(self, directory: str, read_limit: int = MAX_DOCUMENT_BYTES) -> None:
         self.directory = directory
+        self.read_limit = read_limit  # the largest document worth reading a header of
         self.headers: dict[str, Header] = {}
         self.backlog: deque[str] = deque()
         self.scanned = 0.0
@@ -149,7 +150,7 @@ class Inbox:
             # orders what it took; reading headers first would read every file twice.
             if size > limit:
                 for name, inode in unread:
-                    headers[name] = read_header(self.directory, name, inode)
+                    headers[name] = read_header(self.directory, name, inode, self.read_limit)
                 unread.clear()
         self.headers = headers  # forgets files that left: memory stays bounded by the queue
         due = [h for h in headers.values() if h.retry_at <= now]

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
+from riddlectl import documents
 from riddlectl.models import Riddle
 from riddlectl.queues import Queue, route
 from riddlectl.spool import (
@@ -76,12 +77,23 @@ class MemorySpool(Spool):
             return Claim(riddle.model_copy(deep=True), queue)
 
     def commit(self, claim: Claim, riddle: Riddle, to: Queue) -> Riddle:
-        stored = stamp(riddle)
+        return self.commit_many([(claim, riddle, to)])[0]
+
+    def commit_many(self, moves: Sequence[tuple[Claim, Riddle, Queue]]) -> list[Riddle]:
+        stamped = [(claim, stamp(riddle), to) for claim, riddle, to in moves]
+        self.refuse_oversize((c, r, to, len(documents.dumps(r))) for c, r, to in stamped)
+        return [self._commit(claim, stored, to) for claim, stored, to in stamped]
+
+    def _commit(self, claim: Claim, stored: Riddle, to: Queue) -> Riddle:
         with self._mutex:
             self._docs[claim.queue].pop(claim.riddle.id or "", None)
             self._docs[to][stored.id or ""] = stored
             self._unclaim(claim)
         return stored.model_copy(deep=True)
+
+    def reread(self, claim: Claim) -> Riddle:
+        with self._mutex:
+            return self._docs[claim.queue][claim.riddle.id or ""].model_copy(deep=True)
 
     def release(self, claim: Claim) -> None:
         with self._mutex:

@@ -4,6 +4,10 @@
 commit: forward on success, back into the same queue with a delay on a retryable error,
 to `failed/` when the riddle cannot be handled or its attempts are used up. Every handling
 appends one `history` entry to the document and one line to the event log.
+
+A move the spool refuses as too large is fitted to the size limit (`_fit`): the oldest
+history entries make room first; a step whose outcome still does not fit fails the
+riddle with its document as it was before that step, which always fits.
 """
 
 from __future__ import annotations
@@ -12,12 +16,19 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from riddlectl import inflight
 from riddlectl.crashpoints import reach
-from riddlectl.errors import HandlerFailed, HandlerRefused, InvalidData, RiddleError
+from riddlectl.documents import make_room, size_of
+from riddlectl.errors import (
+    DocumentTooLarge,
+    HandlerFailed,
+    HandlerRefused,
+    InvalidData,
+    RiddleError,
+)
 from riddlectl.events import EventLog
 from riddlectl.identity import Actor
 from riddlectl.models import Riddle
@@ -28,6 +39,7 @@ from riddlectl.stages import STAGE_FUNCTIONS, Outcome, StageContext
 
 MAX_HISTORY = 200  # entries kept per document, so a riddle retried forever stays small
 GROUP_WINDOW = 0.005  # seconds a handled riddle may wait for others to share its commit
+MAX_ERROR_CHARS = 1000  # of an error kept in a document: a handler's message may be huge
 
 
 @dataclass
@@ -38,6 +50,8 @@ class Move:
     riddle: Riddle
     to: Queue
     events: list[dict[str, Any]]
+    stage: str = ""  # the stage or command that made it
+    children: list[Riddle] = field(default_factory=list)  # sub-riddles to store first
 
 
 @dataclass
@@ -101,20 +115,72 @@ class Pipeline:
             self.record(riddle, stage, claim.queue, claim.queue, "declined", handler=name)
             for name in declined
         ]
+        if error is not None and len(error) > MAX_ERROR_CHARS:
+            error = error[:MAX_ERROR_CHARS] + "…"
         riddle.contacts += 1
         if to is Queue.DONE:
             riddle.status.solved = is_solved(riddle)
         if error is not None or to is Queue.FAILED:
             riddle.error = error
         event = self.record(riddle, stage, claim.queue, to, outcome, error=error, duration=duration)
-        return Move(claim, riddle, to, [*notes, event])
+        return Move(claim, riddle, to, [*notes, event], stage)
+
+    # -- sizes ----------------------------------------------------------------------------
+
+    def _fit(self, move: Move, size: int) -> Move:
+        """`move`, whose document would be `size` bytes, within its limit: made room for
+        by dropping the oldest history entries (the event log keeps them). A stage's
+        outcome that still does not fit fails the riddle instead; a command's raises
+        `DocumentTooLarge`. A move to `failed/` is stored in any case: a riddle must always
+        be able to end."""
+        limit = self.spool.limit_for(move.to)
+        if _make_room(move, limit) <= limit:
+            return move
+        if move.stage in STAGE_FUNCTIONS:
+            return self._too_large(move, size, limit)
+        if move.to is Queue.FAILED:
+            move.claim.unbounded = True
+            return move
+        raise DocumentTooLarge(
+            f"cannot {move.stage}: {self.spool.limits.grown(size, limit)}",
+            where=move.riddle.id,
+        )
+
+    def _refitted(self, move: Move, sizes: dict[str, int]) -> Move:
+        size = sizes.get(move.riddle.id or "")
+        return move if size is None else self._fit(move, size)
+
+    def _too_large(self, move: Move, size: int, limit: int) -> Move:
+        """The riddle of `move` failed, as it was before the step that made `move`."""
+        error = f"{move.stage}: {self.spool.limits.grown(size, limit)}"
+        riddle = self.spool.reread(move.claim)
+        failed = self.prepare(move.claim, riddle, Queue.FAILED, move.stage, "failed", error=error)
+        # It fits, since the document before the step left room for a failure; one stored
+        # before the limit was lowered may not, and is stored all the same.
+        if _make_room(failed, self.spool.limits.document) > self.spool.limits.document:
+            move.claim.unbounded = True
+        return failed
 
     def commit(self, moves: Sequence[Move]) -> list[Riddle]:
-        """Store prepared moves as one group, then log their events and resume parents."""
+        """Store prepared moves as one group, then log their events and resume parents.
+
+        The events are held in the journal while the group is committed (see `events`),
+        so that a death before they reach the log loses none of them. Moves the spool
+        refuses as too large are fitted (`_fit`) and the group committed again."""
         if not moves:
             return []
-        stored = self.spool.commit_many([(m.claim, m.riddle, m.to) for m in moves])
-        self.events.append_many([event for move in moves for event in move.events])
+        moves = list(moves)
+        for attempt in range(3):
+            events = [event for move in moves for event in move.events]
+            try:
+                with self.events.committing(events, self.committed):
+                    stored = self.spool.commit_many([(m.claim, m.riddle, m.to) for m in moves])
+                break
+            except DocumentTooLarge as exc:
+                # Each pass fits or fails every move refused, so the second one stores them.
+                if not exc.sizes or attempt == 2:
+                    raise
+                moves = [self._refitted(move, exc.sizes) for move in moves]
         reach("event-logged")
         for move, riddle in zip(moves, stored, strict=True):
             if self.on_move is not None:
@@ -133,8 +199,14 @@ class Pipeline:
         *,
         error: str | None = None,
     ) -> Riddle:
-        """Commit `riddle` to `to` now, alone (see `prepare`): commands, resumed parents."""
-        return self.commit([self.prepare(claim, riddle, to, stage, outcome, error=error)])[0]
+        """Commit `riddle` to `to` now, alone (see `prepare` and `_fit`): commands, resumed
+        parents. `DocumentTooLarge` (the claim given back) when a command's change does
+        not fit."""
+        try:
+            return self.commit([self.prepare(claim, riddle, to, stage, outcome, error=error)])[0]
+        except DocumentTooLarge:
+            self.spool.release(claim)
+            raise
 
     # -- handling -------------------------------------------------------------------------
 
@@ -166,6 +238,19 @@ class Pipeline:
         finally:
             batch.release()
         return batch.stored
+
+    def _ready(self, claim: Claim, stage: str, ctx: StageContext) -> Move:
+        """The move a claimed riddle makes after `stage`, its sub-riddles stored. A parent
+        is measured first: were the spool to refuse it after they were stored, they would
+        be left without it."""
+        move = self._handled(claim, stage, ctx)
+        if move.children:
+            size = size_of(move.riddle)
+            if size > self.spool.limit_for(move.to):
+                move = self._fit(move, size)
+            if move.to is not Queue.FAILED:
+                self._add_children(move.riddle, move.children)
+        return move
 
     def _handled(self, claim: Claim, stage: str, ctx: StageContext) -> Move:
         riddle = claim.riddle  # freshly read for this claim: ours to change
@@ -200,11 +285,16 @@ class Pipeline:
         riddle = outcome.riddle
         if "retry_at" in riddle.extensions():
             riddle.extensions()["retry_at"] = None
-        if outcome.children:
-            self._add_children(riddle, outcome.children)
+        refusal = self._refuse_children(riddle, outcome.children)
+        if refusal is not None:
+            failed = self.spool.reread(claim)
+            error = f"{stage}: {refusal}"
+            return self.prepare(
+                claim, failed, Queue.FAILED, stage, "failed", error=error, duration=duration
+            )
         if outcome.to is not Queue.FAILED:
             riddle.error = None
-        return self.prepare(
+        move = self.prepare(
             claim,
             riddle,
             outcome.to,
@@ -214,6 +304,22 @@ class Pipeline:
             declined=outcome.declined,
             duration=duration,
         )
+        move.children = outcome.children
+        return move
+
+    def _refuse_children(self, parent: Riddle, children: list[Riddle]) -> str | None:
+        """Why the sub-riddles cannot be stored, or None: each is a new riddle, held to the
+        limit of one, and its id must not belong to a riddle that is not this parent's."""
+        limit = self.spool.limits.new_riddle
+        for child in children:
+            size = size_of(child)
+            if size > limit:
+                reason = self.spool.limits.too_large(size, limit, " for a new riddle")
+                return f"sub-riddle {child.id}: {reason}"
+            found = self.spool.find(child.id or "")
+            if found is not None and found[1].parent_id != parent.id:
+                return f"sub-riddle {child.id}: the id is taken by another riddle"
+        return None
 
     def _add_children(self, parent: Riddle, children: list[Riddle]) -> None:
         # Idempotent: a crash after adding them and before moving the parent re-solves the
@@ -223,9 +329,18 @@ class Pipeline:
         for child in fresh:
             child.created = now
             self.record(child, "submit", None, route(child), "ok", rev=1)
-        self.spool.add(fresh)
-        for child in fresh:
-            self.events.append(child.history[-1])
+        with self.events.committing([c.history[-1] for c in fresh], self.committed):
+            self.spool.add(fresh)
+
+    # -- the event log --------------------------------------------------------------------
+
+    def committed(self, event: dict[str, Any]) -> bool:
+        """Whether the commit `event` describes took place (see `event_committed`)."""
+        return event_committed(self.spool, event)
+
+    def recover_events(self) -> int:
+        """Log the events of commits whose writer died before logging them; how many."""
+        return self.events.recover(self.committed)
 
     def _retry_later(
         self, claim: Claim, riddle: Riddle, stage: str, exc: Exception, duration: float
@@ -336,7 +451,7 @@ class _Batch:
                 self.opened = time.monotonic()
             self.current = index
             try:
-                move = self.pipeline._handled(claim, self.stage, self.ctx)
+                move = self.pipeline._ready(claim, self.stage, self.ctx)
             except inflight.HandlerStopped:
                 break  # the agent is stopping: this riddle and the rest are given back
             self.group.append(move)  # after: a slow handler's `give_back` made a new group
@@ -373,12 +488,29 @@ class _Batch:
                     self.pipeline.spool.release(claim)
 
 
+def event_committed(spool: Spool, event: dict[str, Any]) -> bool:
+    """Whether the commit an event describes took place: its riddle's stored history
+    holds the event (entries are the events themselves), or, for a purge, the riddle is
+    gone. One trimmed from the history since cannot be told, and counts as not taken
+    place."""
+    riddle_id = event.get("id")
+    found = spool.find(riddle_id) if isinstance(riddle_id, str) else None
+    if event.get("stage") == "purge":
+        return isinstance(riddle_id, str) and found is None
+    return found is not None and event in found[1].history
+
+
 def is_solved(riddle: Riddle) -> bool:
     """SPEC §2: a solution that was accepted or needed no validation."""
     solution = riddle.solution
     if solution is None:
         return False
     return solution.accepted is True or not riddle.status.validate_.required
+
+
+def _make_room(move: Move, limit: int) -> int:
+    """`make_room` for `move`'s riddle, never dropping the entries of `move` itself."""
+    return make_room(move.riddle, limit, keep=len(move.events))
 
 
 def _describe(exc: BaseException) -> str:

@@ -10,6 +10,7 @@ import os
 import time
 from pathlib import Path
 from stat import S_ISDIR
+from typing import Any
 
 from riddlectl.errors import SpoolUnusable
 from riddlectl.events import EventLog
@@ -17,8 +18,9 @@ from riddlectl.extractions import ExtractionStore
 from riddlectl.fsspool import FsSpool
 from riddlectl.handlers import load_stage
 from riddlectl.identity import Actor
-from riddlectl.pipeline import Pipeline
-from riddlectl.queues import STAGE_OF_INBOX
+from riddlectl.models import Riddle
+from riddlectl.pipeline import Pipeline, event_committed
+from riddlectl.queues import STAGE_OF_INBOX, Queue
 from riddlectl.retry import RetryPolicy
 from riddlectl.settings import Settings
 from riddlectl.spool import Spool
@@ -41,7 +43,13 @@ def open_spool(
     made. Nothing is created in a place that is refused.
     """
     root = Path(settings.spool)
-    spool = FsSpool(root, durable=settings.fsync, actor=actor, drop_in_grace=settings.drop_in_grace)
+    spool = FsSpool(
+        root,
+        durable=settings.fsync,
+        actor=actor,
+        drop_in_grace=settings.drop_in_grace,
+        limits=settings.limits,
+    )
     try:
         if not create:
             check_spool(root)
@@ -115,7 +123,36 @@ def pipeline(settings: Settings, spool: Spool, actor: Actor) -> Pipeline:
                 "error": reason,
             }
         )
+        spool.on_abandoned = lambda queue, riddle, owner, count: events.append(
+            abandoned_event(queue, riddle, owner, count)
+        )
     return Pipeline(spool, events, actor, policy, settings.max_abandoned)
+
+
+def abandoned_event(
+    queue: Queue, riddle: Riddle, owner: dict[str, Any], count: int
+) -> dict[str, Any]:
+    """The event of a claim found abandoned: the dead holder as its agent, host and pid."""
+    return {
+        "time": time.time(),
+        "id": riddle.id,
+        "stage": STAGE_OF_INBOX.get(queue, queue.value),
+        "from": queue.value,
+        "to": queue.value,
+        "outcome": "abandoned",
+        "agent": owner.get("agent"),
+        "host": owner.get("host"),
+        "pid": owner.get("pid"),
+        "rev": riddle.rev,
+        "error": f"its agent died while handling it ({count} in a row)",
+        "claimed": owner.get("time"),
+    }
+
+
+def recover_events(settings: Settings) -> int:
+    """Log the events of commits whose writer died before logging them (`events`)."""
+    spool = FsSpool(Path(settings.spool), limits=settings.limits)
+    return event_log(settings).recover(lambda event: event_committed(spool, event))
 
 
 def stage_context(settings: Settings, stage: str) -> StageContext:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from riddlectl.documents import MAX_DOCUMENT_BYTES, MIN_DOCUMENT_BYTES, Limits
 from riddlectl.errors import ConfigError, SpoolUnusable
 
 DEFAULT_HANDLERS: dict[str, tuple[str, ...]] = {
@@ -31,6 +32,7 @@ ENV_VARS = {
     "max_attempts": "RIDDLECTL_MAX_ATTEMPTS",
     "max_abandoned": "RIDDLECTL_MAX_ABANDONED",
     "max_data_bytes": "RIDDLECTL_MAX_DATA_BYTES",
+    "max_document_bytes": "RIDDLECTL_MAX_DOCUMENT_BYTES",
     "drop_in_grace": "RIDDLECTL_DROP_IN_GRACE",
     "fsync": "RIDDLECTL_FSYNC",
     "events_max_bytes": "RIDDLECTL_EVENTS_MAX_BYTES",
@@ -47,6 +49,7 @@ class Settings:
     max_attempts: int = 3
     max_abandoned: int = 5
     max_data_bytes: int = 10 * 1024 * 1024
+    max_document_bytes: int = MAX_DOCUMENT_BYTES
     drop_in_grace: float = 5.0
     fsync: bool = True
     events_max_bytes: int = 64 * 1024 * 1024
@@ -56,6 +59,14 @@ class Settings:
 
     def handlers_for(self, stage: str) -> tuple[str, ...]:
         return tuple(self.handlers.get(stage, ()))
+
+    @property
+    def limits(self) -> Limits:
+        return Limits(self.max_document_bytes)
+
+
+# Settings whose values must be at least this (beyond the positive numbers of all).
+MINIMUMS = {"max_document_bytes": MIN_DOCUMENT_BYTES}
 
 
 def _convert(name: str, value: Any, source: str) -> Any:
@@ -73,7 +84,7 @@ def _convert(name: str, value: Any, source: str) -> Any:
             raise ValueError(value)
         if kind == "int":
             result = int(value)
-            if result < 1:
+            if result < MINIMUMS.get(name, 1):
                 raise ValueError(value)
             return result
         if kind == "float":
@@ -82,7 +93,8 @@ def _convert(name: str, value: Any, source: str) -> Any:
                 raise ValueError(value)
             return result
     except (TypeError, ValueError):
-        raise ConfigError(f"invalid value {value!r}", where=source, field=name) from None
+        least = f" (at least {MINIMUMS[name]})" if name in MINIMUMS else ""
+        raise ConfigError(f"invalid value {value!r}{least}", where=source, field=name) from None
     return value
 
 

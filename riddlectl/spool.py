@@ -15,7 +15,8 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from riddlectl.errors import DuplicateId, UnknownRiddle
+from riddlectl.documents import Limits
+from riddlectl.errors import DocumentTooLarge, DuplicateId, UnknownRiddle
 from riddlectl.models import ID_RE, Riddle
 from riddlectl.queues import Queue
 
@@ -34,6 +35,9 @@ class Claim:
     abandoned: int = 0  # claims of this riddle whose agent died before finishing, in a row
     token: Any = field(default=None, repr=False)  # the backend's lock handle
     open: bool = True  # until committed, released or deleted
+    # Its commit is stored whatever its size: set for the failure of a document stored
+    # before the size limit was lowered, which may not fit under the new one.
+    unbounded: bool = False
 
 
 @dataclass(frozen=True)
@@ -58,6 +62,9 @@ class Spool(abc.ABC):
     # Called with the id, once per `claim_id`, when that claim has waited `WAIT_NOTICE` s
     # for the riddle's holder: how a command tells its user why it is silent.
     on_wait: Callable[[str], None] | None = None
+    # Document sizes: the spool reads documents up to `limits.readable` and sets drop-ins
+    # over `limits.new_riddle` aside; the pipeline keeps what it commits within them.
+    limits: Limits = Limits()
 
     @abc.abstractmethod
     def init(self) -> None:
@@ -94,8 +101,28 @@ class Spool(abc.ABC):
 
     def commit_many(self, moves: Sequence[tuple[Claim, Riddle, Queue]]) -> list[Riddle]:
         """`commit` each (claim, riddle, to), as one group where the spool can (one flush
-        of the disk for all). On an error, the claims not yet committed stay open."""
+        of the disk for all). On an error, the claims not yet committed stay open.
+
+        `DocumentTooLarge` (with the sizes, storing none) when a document would be larger
+        than `limit_for` its destination, unless its claim is `unbounded`."""
         return [self.commit(claim, riddle, to) for claim, riddle, to in moves]
+
+    def limit_for(self, to: Queue) -> int:
+        """How large a document may be stored in `to`: the whole limit in `failed/`;
+        elsewhere less the room its failure may need (see `Limits`)."""
+        return self.limits.document if to is Queue.FAILED else self.limits.on_its_way
+
+    def refuse_oversize(self, sized: Iterable[tuple[Claim, Riddle, Queue, int]]) -> None:
+        """`DocumentTooLarge` if any (claim, riddle, to, size in bytes) is over its limit."""
+        over = {
+            riddle.id or "": size
+            for claim, riddle, to, size in sized
+            if size > self.limit_for(to) and not claim.unbounded
+        }
+        if over:
+            raise DocumentTooLarge(
+                f"over the size limit: {', '.join(over)}", where="commit", sizes=over
+            )
 
     def begin(self, claim: Claim) -> None:  # noqa: B027 - optional hook, no-op by default
         """Mark a claimed riddle as being handled: if the holder dies before committing or
@@ -104,6 +131,11 @@ class Spool(abc.ABC):
     def handled(self, claim: Claim) -> None:  # noqa: B027 - optional hook, no-op by default
         """Mark the handling of a claimed riddle as over, its commit still to come: the
         holder dying now is not the riddle's fault (see `begin`)."""
+
+    @abc.abstractmethod
+    def reread(self, claim: Claim) -> Riddle:
+        """The claimed riddle's document as stored, whatever its holder did meanwhile to
+        `claim.riddle`: what a step that cannot be committed falls back to."""
 
     @abc.abstractmethod
     def release(self, claim: Claim) -> None:

@@ -193,7 +193,9 @@ def _spawn(parent: Riddle, specs: Any, handler: NamedHandler) -> Outcome:
     if not isinstance(specs, list):
         raise HandlerFailed(f"{handler.name}: sub_riddles must be a list")
     children = []
-    first = len(parent.sub_ids) + 1
+    # Ids go on from those of earlier attempts (see `retired_sub_ids`): an id once used
+    # stays taken by the riddle that had it.
+    first = len(parent.extensions().get("retired_sub_ids") or []) + len(parent.sub_ids) + 1
     for offset, spec in enumerate(specs):
         if not isinstance(spec, dict):
             raise HandlerFailed(f"{handler.name}: each sub-riddle must be an object")

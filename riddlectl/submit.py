@@ -17,9 +17,6 @@ from riddlectl.pipeline import Pipeline
 from riddlectl.queues import route
 from riddlectl.settings import Settings
 
-# A quarter of the document limit, so history, solutions and reviews fit as it moves on.
-SUBMIT_LIMIT = documents.MAX_DOCUMENT_BYTES // 4
-
 
 @dataclass(frozen=True)
 class Source:
@@ -60,7 +57,10 @@ def from_flags(
 def parse_sources(
     sources: Iterable[Source], limit: int = documents.MAX_DOCUMENT_BYTES
 ) -> list[tuple[str, Any]]:
-    """(where, parsed JSON) for every document in every source; JSON errors raise."""
+    """(where, parsed JSON) for every document in every source; JSON errors raise.
+
+    `limit` is `max_document_bytes`: no document over it is parsed (nor a submission over
+    16 times it); `prepare` holds each to the smaller limit of a new riddle."""
     parsed = []
     for source in sources:
         parsed += documents.split_submission(source.raw, source.name, limit)
@@ -75,14 +75,13 @@ def prepare(
     riddles, seen = [], set()
     checked: set[tuple[str, str]] = set()  # data files already found good, by (path, type)
     now = time.time()
+    limits = settings.limits
     for where, obj in parsed:
+        # A quarter of the limit, so that history, solutions and reviews fit as it moves on.
         size = len(orjson.dumps(obj))
-        if size > SUBMIT_LIMIT:
-            raise InvalidDocument(
-                f"document is {size} bytes, over the {SUBMIT_LIMIT}-byte limit for submissions "
-                "(it grows as it moves through the pipeline)",
-                where=where,
-            )
+        if size > limits.new_riddle:
+            reason = limits.too_large(size, limits.new_riddle, " for a new riddle")
+            raise InvalidDocument(reason, where=where)
         riddle = documents.to_riddle(obj, where)
         if not riddle.riddle.question.strip():
             raise InvalidDocument("must not be empty", where=where, field="riddle.question")
@@ -117,8 +116,6 @@ def submit(pipeline: Pipeline, riddles: list[Riddle]) -> list[str]:
     """
     for riddle in riddles:
         pipeline.record(riddle, "submit", None, route(riddle), "ok", rev=1)
-    pipeline.spool.add(riddles)
-    pipeline.events.append_many(
-        [{**riddle.history[-1], "to": route(riddle).value} for riddle in riddles]
-    )
+    with pipeline.events.committing([r.history[-1] for r in riddles], pipeline.committed):
+        pipeline.spool.add(riddles)
     return [riddle.id or "" for riddle in riddles]

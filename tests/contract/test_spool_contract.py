@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from riddlectl.errors import DuplicateId, UnknownRiddle
+from riddlectl.documents import Limits
+from riddlectl.errors import DocumentTooLarge, DuplicateId, UnknownRiddle
 from riddlectl.fsspool import FsSpool
 from riddlectl.memspool import MemorySpool
 from riddlectl.models import Riddle
@@ -58,6 +59,39 @@ def test_commit_moves_and_bumps_rev(spool: Spool) -> None:
     queue, doc = spool.find("a")
     assert (queue, doc.rev) == (Queue.EXTRACTED, 2)
     assert [c.riddle.id for c in spool.claim(Queue.EXTRACTED)] == ["a"]
+
+
+def test_reread_gives_the_document_as_stored_whatever_the_holder_changed(
+    spool: Spool,
+) -> None:
+    spool.add([riddle("a")])
+    for claim in (spool.claim(Queue.INCOMING)[0], None):
+        claim = claim or spool.claim_id("a")
+        claim.riddle.riddle.question = "changed by a handler"
+        claim.riddle.history.append({"stage": "extract"})
+        again = spool.reread(claim)
+        assert (again.riddle.question, again.history, again.rev) == ("x =", [], 1)
+        spool.release(claim)
+
+
+def test_commit_over_the_size_limit_is_refused_and_stores_nothing(spool: Spool) -> None:
+    spool.limits = Limits(64 * 1024)  # 48 KiB on the way, 64 KiB into failed/
+    spool.add([riddle("small"), riddle("big")])
+    claims = {c.riddle.id: c for c in spool.claim(Queue.INCOMING, limit=2)}
+    big = claims["big"].riddle
+    big.extensions()["pad"] = "p" * 50_000
+    moves = [(claims["small"], claims["small"].riddle, Queue.EXTRACTED)]
+    with pytest.raises(DocumentTooLarge) as refused:
+        spool.commit_many([*moves, (claims["big"], big, Queue.EXTRACTED)])
+    assert list(refused.value.sizes) == ["big"] and refused.value.sizes["big"] > 50_000
+    assert spool.find("small")[0] is Queue.INCOMING and spool.find("big")[1].rev == 1
+    assert spool.commit_many([*moves, (claims["big"], big, Queue.FAILED)])[1].rev == 2
+    claim = spool.claim_id("big")
+    claim.riddle.extensions()["pad"] = "p" * 70_000
+    with pytest.raises(DocumentTooLarge):
+        spool.commit(claim, claim.riddle, Queue.FAILED)
+    claim.unbounded = True  # the failure of a document stored before the limit was lowered
+    assert spool.commit(claim, claim.riddle, Queue.FAILED).rev == 3
 
 
 def test_claim_order_is_priority_then_oldest(spool: Spool) -> None:

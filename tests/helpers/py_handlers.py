@@ -29,3 +29,11 @@ def slow_calculator(job):
 
     time.sleep(0.01)
     return calculator(job)
+
+
+def raise_huge(job):
+    """Fails with a message of several megabytes."""
+    raise RuntimeError("boom " * 1_000_000)
+
+
+raise_huge.types = {"text"}

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from riddlectl import runtime, submit
+from riddlectl import admin, runtime, submit
 from riddlectl.identity import Actor
 from riddlectl.queues import Queue
 from riddlectl.runner import run
@@ -78,6 +78,94 @@ def test_failed_child_fails_the_parent(settings: Settings, facts: Path) -> None:
     assert queue is Queue.FAILED
     assert riddle.error.startswith(f"sub-riddle {parent}-1 failed: ")
     assert "nothing" in riddle.error
+
+
+def waiting_parent(settings: Settings, riddle_id: str = "P1") -> str:
+    """A parent in waiting/ whose sub-riddle `P1-1` is still pending in incoming/."""
+    submit_docs(settings, riddle_doc("z * 2 =", "f/xy.txt", "f/z.txt", id=riddle_id))
+    run(settings, ("extract",), once=True)
+    run(settings, ("solve",), once=True)
+    assert final(settings, riddle_id)[0] is Queue.WAITING
+    assert final(settings, f"{riddle_id}-1")[0] is Queue.INCOMING
+    return riddle_id
+
+
+def assert_solved_afresh(settings: Settings, parent: str, child: str) -> None:
+    """Done with 50, from the one new child `child`; the earlier ones kept aside."""
+    queue, riddle = final(settings, parent)
+    assert (queue, riddle.error) == (Queue.DONE, None)
+    assert riddle.solution.solution == "50"
+    assert riddle.sub_ids == [child]
+    assert [r["id"] for r in riddle.sub_results] == [child]
+    assert riddle.extensions()["retired_sub_ids"] == [f"{parent}-1"]
+    assert final(settings, child)[0] is Queue.DONE
+
+
+def test_retry_of_a_cancelled_parent_starts_afresh(settings: Settings, facts: Path) -> None:
+    parent = waiting_parent(settings)
+    pipeline = runtime.pipeline(settings, runtime.open_spool(settings), Actor("test"))
+    assert sorted(admin.cancel(pipeline, parent)) == ["P1", "P1-1"]
+    assert admin.retry(pipeline, parent) is Queue.EXTRACTED
+    assert run(settings, once=True).failed == []
+    assert_solved_afresh(settings, parent, "P1-2")  # numbering goes on: P1-1 is taken
+    assert final(settings, "P1-1")[1].error == "cancelled"
+
+
+def test_retry_of_a_parent_failed_by_its_child_starts_afresh(
+    settings: Settings, facts: Path
+) -> None:
+    parent = waiting_parent(settings)
+    pipeline = runtime.pipeline(settings, runtime.open_spool(settings), Actor("test"))
+    admin.cancel(pipeline, "P1-1")
+    run(settings, once=True)
+    assert final(settings, parent)[1].error == "sub-riddle P1-1 failed: cancelled"
+    admin.retry(pipeline, parent)
+    run(settings, once=True)
+    assert_solved_afresh(settings, parent, "P1-2")
+    admin.retry(pipeline, parent, from_step="extract")  # and again: P1-3
+    run(settings, once=True)
+    _, riddle = final(settings, parent)
+    assert riddle.sub_ids == ["P1-3"] and riddle.extensions()["retired_sub_ids"] == [
+        "P1-1",
+        "P1-2",
+    ]
+
+
+def test_retry_of_a_parent_from_validate_keeps_its_children(
+    settings: Settings, facts: Path
+) -> None:
+    parent = waiting_parent(settings)
+    run(settings, once=True)
+    pipeline = runtime.pipeline(settings, runtime.open_spool(settings), Actor("test"))
+    assert admin.retry(pipeline, parent, from_step="validate") is Queue.SOLVED
+    assert run(settings, once=True).done == [parent]
+    _, riddle = final(settings, parent)
+    assert riddle.sub_ids == ["P1-1"] and riddle.sub_results[0]["solution"] == "25"
+    assert "retired_sub_ids" not in riddle.extensions()
+
+
+def test_hold_and_release_of_a_waiting_parent(settings: Settings, facts: Path) -> None:
+    parent = waiting_parent(settings)
+    pipeline = runtime.pipeline(settings, runtime.open_spool(settings), Actor("test"))
+    assert admin.hold(pipeline, parent) is Queue.WAITING
+    run(settings, once=True)  # the child is done meanwhile; the held parent stays put
+    assert final(settings, parent)[0] is Queue.HOLD
+    assert admin.release(pipeline, parent) is Queue.WAITING
+    run(settings, once=True)
+    queue, riddle = final(settings, parent)
+    assert (queue, riddle.solution.solution, riddle.sub_ids) == (Queue.DONE, "50", ["P1-1"])
+
+
+def test_a_sub_riddle_id_taken_by_another_riddle_fails_the_parent_clearly(
+    settings: Settings, facts: Path
+) -> None:
+    submit_docs(settings, riddle_doc("x * y =", "f/xy.txt", id="P1-1"))
+    (parent,) = submit_docs(settings, riddle_doc("z * 2 =", "f/xy.txt", "f/z.txt", id="P1"))
+    run(settings, once=True)
+    queue, riddle = final(settings, parent)
+    assert queue is Queue.FAILED
+    assert riddle.error == "solve: sub-riddle P1-1: the id is taken by another riddle"
+    assert final(settings, "P1-1")[1].solution.solution == "150"  # left as it was
 
 
 @pytest.mark.parametrize("bomb", ["9**9**9**9 =", "9^9^9^9 =", "*".join(["99"] * 20_000) + " ="])
