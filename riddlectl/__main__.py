@@ -1,3 +1,3 @@
-from riddlectl.cli import main
+from riddlectl.cli.app import main
 
 main()

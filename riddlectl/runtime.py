@@ -12,19 +12,19 @@ from pathlib import Path
 from stat import S_ISDIR
 from typing import Any
 
+from riddlectl.document.model import Riddle
 from riddlectl.errors import SpoolUnusable
-from riddlectl.events import EventLog
-from riddlectl.extractions import ExtractionStore
-from riddlectl.fsspool import FsSpool
-from riddlectl.handlers import load_stage
+from riddlectl.handlers.registry import load_stage
 from riddlectl.identity import Actor
-from riddlectl.models import Riddle
-from riddlectl.pipeline import Pipeline, event_committed
-from riddlectl.queues import STAGE_OF_INBOX, Queue
-from riddlectl.retry import RetryPolicy
+from riddlectl.pipeline.ledger import Pipeline, event_committed
+from riddlectl.pipeline.retry import RetryPolicy
+from riddlectl.pipeline.stages import StageContext
 from riddlectl.settings import Settings
-from riddlectl.spool import Spool
-from riddlectl.stages import StageContext
+from riddlectl.spool.contract import Spool
+from riddlectl.spool.fs.events import EventLog
+from riddlectl.spool.fs.extractions import ExtractionStore
+from riddlectl.spool.fs.fsspool import FsSpool
+from riddlectl.spool.states import STAGE_OF_INBOX, Queue
 
 
 def open_spool(

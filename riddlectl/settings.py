@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from riddlectl.documents import MAX_DOCUMENT_BYTES, MIN_DOCUMENT_BYTES, Limits
+from riddlectl.document.codec import MAX_DOCUMENT_BYTES, MIN_DOCUMENT_BYTES, Limits
 from riddlectl.errors import ConfigError, SpoolUnusable
 
 DEFAULT_HANDLERS: dict[str, tuple[str, ...]] = {

@@ -14,8 +14,8 @@ import orjson
 import pytest
 
 from riddlectl import settings as settings_mod
-from riddlectl.fsspool import FsSpool
 from riddlectl.settings import Settings
+from riddlectl.spool.fs.fsspool import FsSpool
 
 ROOT = Path(__file__).resolve().parent.parent
 HELPERS = Path(__file__).resolve().parent / "helpers"

@@ -22,7 +22,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from riddlectl.cli import app
+from riddlectl.cli.app import app
 from tests.conftest import ROOT, Cli, Completed, example_doc, write_json
 
 # Every command, with arguments that would make it act on a spool holding `r1` (done) and
@@ -523,8 +523,8 @@ def test_a_bug_is_one_line_too(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """No bug can be produced on purpose, so one is planted: still one line, exit 70."""
-    from riddlectl import cli as cli_module
-    from riddlectl import report
+    from riddlectl.cli import app as cli_module
+    from riddlectl.ops import report
 
     spool = tmp_path / "spool"
     assert Cli(spool, tmp_path)("init").code == 0

@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from riddlectl.documents import Limits
+from riddlectl.document.codec import Limits
+from riddlectl.document.model import Riddle
 from riddlectl.errors import DocumentTooLarge, DuplicateId, UnknownRiddle
-from riddlectl.fsspool import FsSpool
-from riddlectl.memspool import MemorySpool
-from riddlectl.models import Riddle
-from riddlectl.queues import Queue
-from riddlectl.spool import Spool
+from riddlectl.spool.contract import Spool
+from riddlectl.spool.fs.fsspool import FsSpool
+from riddlectl.spool.memory import MemorySpool
+from riddlectl.spool.states import Queue
 
 
 @pytest.fixture(params=["fs", "memory"])

@@ -36,12 +36,12 @@ from hypothesis.stateful import (
     rule,
 )
 
+from riddlectl.document.model import Riddle
 from riddlectl.errors import DuplicateId
-from riddlectl.fsspool import FsSpool
-from riddlectl.memspool import MemorySpool
-from riddlectl.models import Riddle
-from riddlectl.queues import Queue
-from riddlectl.spool import Claim, Spool
+from riddlectl.spool.contract import Claim, Spool
+from riddlectl.spool.fs.fsspool import FsSpool
+from riddlectl.spool.memory import MemorySpool
+from riddlectl.spool.states import Queue
 
 QUEUES = list(Queue)
 MAX_IDS = 12  # riddles per example: the invariants read every one after every step

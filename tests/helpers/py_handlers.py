@@ -25,7 +25,7 @@ def slow_calculator(job):
     """The built-in calculator, after a pause: handlers that take time, for chaos runs."""
     import time
 
-    from riddlectl.builtin_handlers import calculator
+    from riddlectl.handlers.builtin.catalog import calculator
 
     time.sleep(0.01)
     return calculator(job)

@@ -13,13 +13,14 @@ from pathlib import Path
 import orjson
 import pytest
 
-from riddlectl import runtime, submit
-from riddlectl.admin import hold, release, retry
+from riddlectl import runtime
+from riddlectl.agent.supervisor import run
 from riddlectl.errors import DocumentTooLarge
 from riddlectl.identity import Actor
-from riddlectl.queues import Queue
-from riddlectl.runner import run
+from riddlectl.ops import submit
+from riddlectl.ops.admin import hold, release, retry
 from riddlectl.settings import Settings
+from riddlectl.spool.states import Queue
 from tests.conftest import Cli, Completed, example_doc
 
 MIB = 1024 * 1024

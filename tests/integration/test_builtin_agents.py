@@ -7,11 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from riddlectl import admin, runtime, submit
+from riddlectl import runtime
+from riddlectl.agent.supervisor import run
 from riddlectl.identity import Actor
-from riddlectl.queues import Queue
-from riddlectl.runner import run
+from riddlectl.ops import admin, submit
 from riddlectl.settings import Settings
+from riddlectl.spool.states import Queue
 
 
 def submit_docs(settings: Settings, *docs: dict) -> list[str]:

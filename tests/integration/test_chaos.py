@@ -17,7 +17,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from riddlectl.queues import Queue
+from riddlectl.spool.states import Queue
 from tests.conftest import Cli
 
 STAGES = ("extract", "solve", "validate", "manage")

@@ -13,12 +13,15 @@ from pathlib import Path
 
 import pytest
 
-from riddlectl import atomic, crashpoints, runtime, submit
-from riddlectl.doctor import examine
+from riddlectl import runtime
+from riddlectl.agent.supervisor import run
 from riddlectl.identity import Actor, hostname
-from riddlectl.queues import Queue
-from riddlectl.runner import run
+from riddlectl.ops import submit
+from riddlectl.ops.doctor import examine
 from riddlectl.settings import Settings
+from riddlectl.spool import crashpoints
+from riddlectl.spool.fs import atomic
+from riddlectl.spool.states import Queue
 from tests.conftest import Cli, example_doc
 
 STAGES_BEFORE = {

@@ -17,9 +17,9 @@ from pathlib import Path
 import orjson
 import pytest
 
-from riddlectl import crashpoints
 from riddlectl.identity import hostname
-from riddlectl.queues import Queue
+from riddlectl.spool import crashpoints
+from riddlectl.spool.states import Queue
 from tests.conftest import Cli, example_doc
 
 # The points of a commit after its document is stored and before its events are logged.
@@ -202,7 +202,7 @@ def test_a_claim_whose_agent_committed_before_dying_is_not_abandoned(cli: Cli) -
 WRITER = """
 import sys, time
 from pathlib import Path
-from riddlectl.events import EventLog
+from riddlectl.spool.fs.events import EventLog
 log = EventLog(Path(sys.argv[1]), int(sys.argv[3]))
 for n in range(int(sys.argv[2])):
     log.append({"n": n, "pad": "x" * 40})

@@ -24,7 +24,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from riddlectl.queues import LAYOUT_DIRS, Queue
+from riddlectl.spool.states import LAYOUT_DIRS, Queue
 from tests.conftest import ROOT, Cli, Completed, example_doc
 
 GOOD = "good"

@@ -8,11 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from riddlectl import runtime, submit
+from riddlectl import runtime
+from riddlectl.agent.supervisor import run
 from riddlectl.identity import Actor
-from riddlectl.queues import Queue
-from riddlectl.runner import run
+from riddlectl.ops import submit
 from riddlectl.settings import Settings
+from riddlectl.spool.states import Queue
 from tests.conftest import example_doc
 
 

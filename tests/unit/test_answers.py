@@ -1,4 +1,4 @@
-"""riddlectl.answers: typed answer specs are parsed strictly and solutions checked."""
+"""riddlectl.document.answers: typed answer specs are parsed strictly and solutions checked."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from riddlectl.answers import (
+from riddlectl.document.answers import (
     AnswerSpecError,
     ChoiceSpec,
     ExtractSpec,
@@ -20,9 +20,9 @@ from riddlectl.answers import (
     check_answer,
     parse_answer_spec,
 )
-from riddlectl.builtin_handlers import gatekeeper
-from riddlectl.handlers import Job
-from riddlectl.models import Riddle
+from riddlectl.document.model import Riddle
+from riddlectl.handlers.builtin.catalog import gatekeeper
+from riddlectl.handlers.registry import Job
 
 
 def check(

@@ -1,4 +1,4 @@
-"""riddlectl.calculator: question forms, exact values, bounds, and no code execution."""
+"""The calculator: question forms, exact values, bounds, and no code execution."""
 
 from __future__ import annotations
 
@@ -9,8 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from riddlectl.builtin_handlers import calculator
-from riddlectl.calculator import (
+from riddlectl.document.model import Riddle
+from riddlectl.document.numbers import format_number
+from riddlectl.errors import HandlerRefused
+from riddlectl.handlers.builtin.calculator import (
     MAX_DEPTH,
     MAX_QUESTION_CHARS,
     MAX_TOKENS,
@@ -27,12 +29,10 @@ from riddlectl.calculator import (
     parse_question,
     variables_of,
 )
-from riddlectl.errors import HandlerRefused
-from riddlectl.handlers import Job
-from riddlectl.models import Riddle
-from riddlectl.numbers import format_number
-from riddlectl.recheck import recompute
-from riddlectl.textfacts import extract_facts
+from riddlectl.handlers.builtin.catalog import calculator
+from riddlectl.handlers.builtin.recheck import recompute
+from riddlectl.handlers.builtin.textfacts import extract_facts
+from riddlectl.handlers.registry import Job
 
 VALUES = {"x": F(10), "y": F(15), "z": F(20)}
 

@@ -7,7 +7,7 @@ import os
 import orjson
 import pytest
 
-from riddlectl import documents
+from riddlectl.document import codec as documents
 from riddlectl.errors import InvalidDocument
 
 CANONICAL = {

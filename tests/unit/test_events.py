@@ -7,7 +7,7 @@ from pathlib import Path
 
 import orjson
 
-from riddlectl.events import EventLog
+from riddlectl.spool.fs.events import EventLog
 
 
 def write_events(path: str, writer: int, count: int, max_bytes: int) -> None:

@@ -1,4 +1,4 @@
-"""riddlectl.numbers: exact parsing and formatting, number words in eight languages."""
+"""riddlectl.document.numbers: exact parsing and formatting, number words in eight languages."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from num2words import num2words
 
-from riddlectl.numbers import (
+from riddlectl.document.numbers import (
     LANGUAGES,
     MAX_NUMBER_CHARS,
     MINUS_CHARS,
@@ -19,7 +19,7 @@ from riddlectl.numbers import (
     parse_number,
     words_to_number,
 )
-from riddlectl.numberwords import multiplier, question_word_number, read_words
+from riddlectl.handlers.builtin.numberwords import multiplier, question_word_number, read_words
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""riddlectl.recheck: the independent recompute path agrees with the calculator."""
+"""riddlectl.handlers.builtin.recheck: the independent recompute path agrees with the calculator."""
 
 from __future__ import annotations
 
@@ -10,19 +10,19 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from riddlectl import recheck
-from riddlectl.builtin_handlers import gatekeeper
-from riddlectl.calculator import (
+from riddlectl.document.model import Riddle
+from riddlectl.handlers.builtin import recheck
+from riddlectl.handlers.builtin.calculator import (
     BoundsError,
     CalcError,
     UnknownVariable,
     evaluate,
     parse_question,
 )
-from riddlectl.handlers import Job
-from riddlectl.models import Riddle
-from riddlectl.recheck import recompute
-from riddlectl.textfacts import extract_facts
+from riddlectl.handlers.builtin.catalog import gatekeeper
+from riddlectl.handlers.builtin.recheck import recompute
+from riddlectl.handlers.builtin.textfacts import extract_facts
+from riddlectl.handlers.registry import Job
 
 VALUES = {"x": F(10), "y": F(15), "z": F(20), "h": F(1, 2)}
 

@@ -8,9 +8,9 @@ from typing import Any
 import jsonschema
 import pytest
 
-from riddlectl.documents import to_riddle
+from riddlectl.document.codec import to_riddle
+from riddlectl.document.model import riddle_json_schema
 from riddlectl.errors import InvalidDocument
-from riddlectl.models import riddle_json_schema
 
 VALIDATOR = jsonschema.Draft202012Validator(riddle_json_schema())
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from riddlectl import wakeups
+from riddlectl.spool.fs import wakeups
 
 BACKENDS = [wakeups._ObserverWatch]
 if sys.platform.startswith("linux"):

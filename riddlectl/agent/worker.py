@@ -1,0 +1,322 @@
+"""The agent loop: claim from an inbox, handle, commit forward; sleep until woken.
+
+watchdog events only wake the loop; the directory scan in `Spool.claim` is the truth,
+since events are duplicated, dropped under load, and fire before a file is complete. A
+`Worker` runs one or more stages in one thread; `run_workers` runs several of them (a
+`Crew`, which grows while handlers hang) and, with `once`, stops when no riddle can move
+any more. Stopping waits a grace period for the handlers still running, then kills them.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from riddlectl import inflight
+from riddlectl.pipeline.ledger import Pipeline
+from riddlectl.pipeline.stages import StageContext
+from riddlectl.spool.fs import wakeups
+from riddlectl.spool.states import INBOX, Queue
+
+IDLE_POLL = 1.0  # seconds between rescans when nothing wakes the loop
+# Seconds before looking again at riddles another agent held, doubling while they stay
+# held: the usual holder is the previous stage finishing its commit (a directory flush,
+# about 0.2 ms, after the rename that woke us), the rare one a peer still handling it.
+CONTENDED_PAUSES = (0.0002, 0.0005, 0.001, 0.002)
+MIN_PAUSE = 0.02  # first idle pause of `run --once`, doubling up to IDLE_POLL
+SWEEP_EVERY = 1.0  # seconds between sweeps of waiting/ for parents to resume
+RECOVER_EVERY = 5.0  # seconds between looks for events of dead agents left to log
+BATCH = 8  # riddles claimed at once per stage
+MAX_SPARES = 8  # worker threads an agent adds while handler calls hang
+STOP_GRACE = 10.0  # seconds handler calls still running may take once an agent is stopping
+GIVE_BACK_WAIT = 5.0  # seconds for workers to give their riddles back once calls are ended
+
+
+@dataclass
+class Worker:
+    """One thread's share of the work: the given stages, in pipeline order."""
+
+    pipeline: Pipeline
+    contexts: dict[str, StageContext]
+    stop: threading.Event = field(default_factory=threading.Event)
+    batch: int = BATCH
+    contended: int = 0  # riddles skipped in the last tick because another agent held them
+    spare: bool = False  # added while handlers hang; retires when idle
+    on_slow: Callable[[], None] | None = None  # called when one of its handler calls is slow
+    _last_sweep: float = 0.0
+    _last_recovery: float = field(default_factory=time.monotonic)
+
+    @property
+    def stages(self) -> list[str]:
+        return list(self.contexts)
+
+    def tick(self) -> int:
+        """One pass over every stage; how many riddles were handled."""
+        handled = 0
+        self.contended = 0
+        for stage in reversed(self.stages):  # downstream first: finish before starting
+            handled += self._drain(stage)
+        if {"solve", "manage"} & set(
+            self.stages
+        ) and time.monotonic() - self._last_sweep > SWEEP_EVERY:
+            self._last_sweep = time.monotonic()
+            handled += self.pipeline.sweep_waiting()
+        if time.monotonic() - self._last_recovery > RECOVER_EVERY:
+            self._last_recovery = time.monotonic()
+            self.pipeline.recover_events()
+        return handled
+
+    def _drain(self, stage: str) -> int:
+        spool = self.pipeline.spool
+        claims = spool.claim(INBOX[stage], limit=self.batch)
+        self.contended += spool.contended
+        self.pipeline.handle_many(claims, stage, self.contexts[stage], self.stop, self.on_slow)
+        return len(claims)
+
+    def pending(self) -> int:
+        """Riddles in this worker's inboxes: they can still move, now or later."""
+        spool = self.pipeline.spool
+        return sum(len(spool.ids(INBOX[stage])) for stage in self.stages)
+
+
+class DiskTrouble:
+    """Back-off while the spool cannot be written (full disk, read-only mount).
+
+    Says so on stderr once per streak and once a minute after, waits 0.5 s, doubling up
+    to 30 s, and starts over when a tick succeeds. Nothing is lost meanwhile: a commit is
+    atomic, so the riddle stays where it was, and its claim is given back.
+    """
+
+    def __init__(self) -> None:
+        self.failures = 0
+        self.last_said = 0.0
+
+    def back_off(self, exc: OSError) -> float:
+        self.failures += 1
+        delay = min(30.0, 0.5 * 2 ** (self.failures - 1))
+        if self.failures == 1 or time.monotonic() - self.last_said > 60:
+            self.last_said = time.monotonic()
+            sys.stderr.write(f"riddlectl: cannot write the spool: {exc}; retrying in {delay:g} s\n")
+            sys.stderr.flush()
+        return delay
+
+    def clear(self) -> None:
+        if self.failures:
+            sys.stderr.write("riddlectl: the spool is writable again\n")
+            sys.stderr.flush()
+        self.failures = 0
+
+
+def run_workers(
+    workers: list[Worker],
+    *,
+    once: bool,
+    stop: threading.Event,
+    watch_dirs: Iterable[Path] = (),
+    on_tick: Callable[[], None] | None = None,
+    spare: Callable[[], Worker] | None = None,
+    hurry: threading.Event | None = None,
+    grace: float = STOP_GRACE,
+) -> None:
+    """Run workers in threads until `stop` is set, or (with `once`) until nothing can move.
+
+    While handler calls hang, spare workers made by `spare` join in (see `Crew`). Once
+    `stop` is set, the handler calls still running have `grace` seconds (none once `hurry`
+    is set) before they are ended and their riddles given back (see `inflight`).
+    """
+    wake = threading.Event()
+    watching = wakeups.watch(watch_dirs, wake)
+    crew = Crew(workers, spare, once=once, stop=stop, wake=wake, on_tick=on_tick)
+    try:
+        crew.start()
+        while crew.alive() and not stop.is_set():
+            crew.join(0.2)
+        _wind_down(crew, hurry or threading.Event(), grace)
+    finally:
+        stop.set()
+        if watching is not None:
+            watching.stop()
+
+
+def _wind_down(crew: Crew, hurry: threading.Event, grace: float) -> None:
+    """Wait up to `grace` s for the handler calls still running, then end them."""
+    running = len(crew.calls.running())
+    if running and crew.alive():
+        _say(f"stopping: {running} handler(s) still running, waiting up to {grace:g} s")
+    deadline = time.monotonic() + grace
+    while crew.alive() and time.monotonic() < deadline and not hurry.is_set():
+        crew.join(0.05)
+    if not crew.alive():
+        return
+    groups, threads = crew.calls.stop()
+    if groups:
+        _say(f"stopping: killed {groups} handler(s) still running; their riddles are given back")
+    if threads:
+        _say(
+            f"stopping: {threads} Python handler(s) still running cannot be killed (threads); "
+            "abandoned, their riddles are given back"
+        )
+    deadline = time.monotonic() + GIVE_BACK_WAIT
+    while crew.alive() and time.monotonic() < deadline:
+        crew.join(0.05)
+
+
+def _say(message: str) -> None:
+    sys.stderr.write(f"riddlectl: {message}\n")
+    sys.stderr.flush()
+
+
+class Crew:
+    """The worker threads of one agent: its own workers, and spares while handlers hang.
+
+    When a worker's handler call runs past `inflight.SLOW` seconds, the worker gives back
+    the riddles of its batch it has not started, and the crew adds a spare worker if fewer
+    workers than it started with are free (at most `MAX_SPARES`), so other riddles move on
+    while one hangs. A spare retires when it finds nothing to do and enough workers are
+    free without it.
+    """
+
+    def __init__(
+        self,
+        workers: list[Worker],
+        spare: Callable[[], Worker] | None,
+        *,
+        once: bool,
+        stop: threading.Event,
+        wake: threading.Event,
+        on_tick: Callable[[], None] | None,
+    ) -> None:
+        self.workers = list(workers)
+        self.base = len(workers)
+        self.make_spare = spare
+        self.once = once
+        self.stop = stop
+        self.wake = wake
+        self.on_tick = on_tick
+        self.calls = inflight.Calls()
+        self.lock = threading.Lock()
+        self.busy: dict[int, int] = {}  # id(worker) -> ticks under way
+        self.threads: list[threading.Thread] = []
+        self.idle_rounds = 0
+        self.trouble = DiskTrouble()
+
+    def start(self) -> None:
+        for worker in self.workers:
+            self._launch(worker)
+
+    def alive(self) -> bool:
+        with self.lock:
+            return any(thread.is_alive() for thread in self.threads)
+
+    def join(self, seconds: float) -> None:
+        with self.lock:
+            thread = next((t for t in self.threads if t.is_alive()), None)
+        if thread is not None:
+            thread.join(seconds)
+
+    def _launch(self, worker: Worker) -> None:
+        worker.stop = self.stop
+        worker.on_slow = self.add_spare
+        thread = threading.Thread(target=self._loop, args=(worker,), daemon=True)
+        with self.lock:
+            self.busy[id(worker)] = 0
+            self.threads = [t for t in self.threads if t.is_alive()] + [thread]
+        thread.start()
+
+    def add_spare(self) -> None:
+        """A worker's handler call turned slow: add a spare worker if one is wanted."""
+        if self.make_spare is None or self.stop.is_set():
+            return
+        with self.lock:
+            spares = len(self.workers) - self.base
+            if len(self.workers) - self.calls.slow() >= self.base or spares >= MAX_SPARES:
+                return
+            try:
+                worker = self.make_spare()
+            except OSError:
+                return  # the disk is in trouble: the workers there say so
+            worker.spare = True
+            self.workers.append(worker)
+        self._launch(worker)
+
+    def _retire(self, worker: Worker) -> bool:
+        with self.lock:
+            if not worker.spare or len(self.workers) - self.calls.slow() <= self.base:
+                return False
+            self.workers.remove(worker)
+            self.busy.pop(id(worker), None)
+            return True
+
+    def _loop(self, worker: Worker) -> None:
+        pause = MIN_PAUSE
+        contended = 0  # looks in a row that found riddles held by others
+        with inflight.bound(self.calls):
+            while not self.stop.is_set():
+                handled = self._tick(worker)
+                if handled is None:
+                    continue
+                if self.on_tick is not None:
+                    self.on_tick()
+                if handled:
+                    pause, contended = MIN_PAUSE, 0
+                    continue
+                if worker.contended:
+                    # Their holder is moving them on right now (our wake-up came from its
+                    # rename): look again in a moment rather than after a full idle pause.
+                    self.stop.wait(CONTENDED_PAUSES[min(contended, len(CONTENDED_PAUSES) - 1)])
+                    contended += 1
+                    continue
+                contended = 0
+                if self._retire(worker):
+                    return
+                if self.once and self._finished():
+                    self.stop.set()
+                    return
+                # Idle back-off: a wake-up from watchdog cuts it short, work resets it.
+                if self.wake.wait(pause if self.once else IDLE_POLL):
+                    pause = MIN_PAUSE
+                else:
+                    pause = min(pause * 2, IDLE_POLL)
+                self.wake.clear()
+
+    def _tick(self, worker: Worker) -> int | None:
+        """One tick of `worker`: riddles handled, or None after an error (backed off)."""
+        with self.lock:
+            self.busy[id(worker)] += 1
+        try:
+            handled = worker.tick()
+            self.trouble.clear()
+            return handled
+        except OSError as exc:
+            self.stop.wait(self.trouble.back_off(exc))
+        except Exception as exc:
+            sys.stderr.write(f"riddlectl: agent error: {type(exc).__name__}: {exc}\n")
+            self.stop.wait(1.0)
+        finally:
+            with self.lock:
+                self.busy[id(worker)] -= 1
+        return None
+
+    def _finished(self) -> bool:
+        """True when no worker is busy and no inbox holds a riddle, twice in a row.
+
+        Twice, because a parent resumed by the waiting sweep of another thread lands in an
+        inbox between two looks.
+        """
+        with self.lock:
+            if any(self.busy.values()):
+                self.idle_rounds = 0
+                return False
+            worker = self.workers[0]  # every worker runs the same stages on the same spool
+        waiting = worker.pipeline.spool.ids(Queue.WAITING)
+        if worker.pending() or (waiting and worker.pipeline.sweep_waiting()):
+            with self.lock:
+                self.idle_rounds = 0
+            return False
+        with self.lock:
+            self.idle_rounds += 1
+            return self.idle_rounds >= 2

@@ -1,0 +1,1 @@
+"""Measuring: `riddlectl bench` and the physical reference it compares the pipeline with."""

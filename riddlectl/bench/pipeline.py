@@ -1,0 +1,578 @@
+"""`riddlectl bench`: the real pipeline on generated riddles, against a physical reference.
+
+Everything happens in a temporary directory (removed afterwards): a spool, a data
+directory with a handful of small text files (`a = …` / `b = …`, so the extraction cache
+works as it would for real riddles), and the reference's scratch directories.
+
+How it measures, in this order:
+
+1. **reference** (`riddlectl.bench.reference`): a single-process loop doing four transitions per
+   riddle (read, orjson parse, write temp, fsync, rename, fsync the directory, unlink),
+   with fsync and without, on a document like the ones bench submits; and the watchdog
+   (inotify) wake-up latency. Measured before any agent starts, on the same filesystem.
+2. The **real agents** start: `riddlectl --spool S --data-dir D agent STAGE` for extract,
+   solve, validate and manage, K processes per stage, `RIDDLECTL_FSYNC=0` with
+   `--no-fsync`. A few warm-up riddles go through first (and prove the agents are up).
+3. **latency**: riddles submitted one at a time through the library
+   (`submit.prepare` + `submit.submit`), each waited for (polling `done/ID.json` every
+   0.5 ms) before the next: submit→done p50/p99 at low load.
+4. **throughput**: the agents already running, N riddles are submitted through the
+   library in batches of 100 (like `riddlectl submit` of a 100-riddle file); riddles/s
+   from the first submit to the moment the last one is seen in `done/` (or `failed/`),
+   polled every 5 ms. The submit rate is N over the time the submitting took, with the
+   agents running beside it. CPU per riddle is the agents' user+sys CPU
+   (`/proc/PID/stat`) during this phase over N.
+5. Just before the agents are stopped (SIGTERM, then waited for): each agent's peak RSS
+   (`VmHWM`) and current RSS (`VmRSS`) from `/proc/PID/status`.
+6. **status** (only with `status_riddles` > 0): a second spool filled directly (not
+   timed) with that many finished riddles copied from a real done document, then the
+   `riddlectl status` command (a subprocess, median of 3) and the library calls behind
+   it (`report.counts` + `report.recent` + summaries) are timed.
+
+A phase where no riddle finishes for `stall_timeout` seconds stops the run: the agents
+are stopped and the outcome holds what finished, with `error` set.
+
+The outcome (`run_bench`; `riddlectl bench --json` prints it) has these fields:
+
+- `version` (1), `error` (null or why the run stopped early), `machine` (`cpus`,
+  `python`, `platform`, `tmpdir`), `options` (the `BenchOptions`)
+- `reference`: `fsync` / `no_fsync` (`riddles`, `seconds`, `riddles_per_s`,
+  `transition_ms`, `spread` [min, max] over the reps; the median rep is reported), `reps`,
+  `payload_bytes`, `inotify_wakeup` (`samples`, `median_ms`, `max_ms`)
+- `latency`: `riddles`, `failed`, `p50_ms`, `p99_ms`, `mean_ms`, `max_ms`, `capped`
+- `submit`: `riddles`, `seconds`, `per_s`
+- `throughput`: `riddles`, `done`, `failed`, `seconds`, `per_s`
+- `cpu`: `seconds` (all agents, throughput phase), `ms_per_riddle`
+- `agents`: one per process: `stage`, `pid`, `cpu_s` (whole life), `peak_rss_kb`,
+  `rss_kb`, `exit_code`
+- `status`: null, or `riddles`, `build_s`, `command_s`, `library_s`
+- `ratios`: `throughput` (pipeline riddles/s over the reference's in the same fsync
+  mode), `latency_p50` (p50 over one transition in that mode + one inotify wake-up)
+- `targets`: `throughput_durable` (≥ 1.5), `throughput_no_fsync` (≥ 0.6), `latency_p50`
+  (≤ 4), `status_100k` (seconds over 100,000 riddles, < 1): each `ratio`, `limit`,
+  `compare`, `holds` (null when not measured in this run: the throughput target of the
+  other fsync mode, status below 100,000 riddles).
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from riddlectl import runtime
+from riddlectl.bench import reference
+from riddlectl.identity import Actor
+from riddlectl.ops import report
+from riddlectl.ops import submit as submitting
+from riddlectl.settings import ENV_VARS, resolve
+
+STAGES = ("extract", "solve", "validate", "manage")
+LATENCY_POLL = 0.0005
+THROUGHPUT_POLL = 0.005
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+@dataclass(frozen=True)
+class BenchOptions:
+    riddles: int = 2000  # throughput phase
+    agents_per_stage: int = 1
+    fsync: bool = True
+    status_riddles: int = 0  # 0: do not time `status`
+    latency_riddles: int = 100  # sent one at a time
+    warmup_riddles: int = 2
+    data_files: int = 8  # distinct files per variable
+    submit_batch: int = 100
+    reference_seconds: float = 1.0  # timed work per reference loop
+    reference_reps: int = 3
+    wake_samples: int = 50
+    stall_timeout: float = 30.0  # seconds without any riddle finishing
+    latency_cap: float = 15.0  # seconds for the whole latency phase (then `capped`)
+
+
+class Stalled(Exception):
+    """A phase made no progress within the stall timeout (or an agent died)."""
+
+
+# -- the spool under test -----------------------------------------------------------------------
+
+
+class Bench:
+    """A temporary spool and data directory, and the library submit into it."""
+
+    def __init__(self, root: Path, options: BenchOptions) -> None:
+        self.options = options
+        self.spool, self.data = root / "spool", root / "data"
+        env = {ENV_VARS["fsync"]: "1" if options.fsync else "0"}
+        self.settings = resolve({"spool": self.spool, "data_dir": self.data}, env=env)
+        self.pipeline = runtime.pipeline(
+            self.settings, runtime.open_spool(self.settings), Actor("bench")
+        )
+        _make_data(self.data / "bench", options.data_files)
+
+    def doc(self, riddle_id: str, index: int) -> dict[str, Any]:
+        files = self.options.data_files
+        return {
+            "id": riddle_id,
+            "riddle": {
+                "context": "[Taschenrechner]",
+                "question": ("a * b =", "a + b =")[index % 2],
+            },
+            "data": [
+                {"type": "text", "file_plain": f"bench/a{index % files}.txt"},
+                {"type": "text", "file_plain": f"bench/b{(index // files) % files}.txt"},
+            ],
+        }
+
+    def submit(self, docs: list[dict[str, Any]]) -> None:
+        riddles = submitting.prepare([(d["id"], d) for d in docs], self.settings)
+        submitting.submit(self.pipeline, riddles)
+
+    def final(self, riddle_id: str) -> str | None:
+        """'done' or 'failed' once the riddle is there, else None (two `stat`s)."""
+        for queue in ("done", "failed"):
+            if os.path.exists(f"{self.spool}/{queue}/{riddle_id}.json"):
+                return queue
+        return None
+
+    def payload(self) -> bytes:
+        """A document as submit stores it: the reference loop moves copies of it."""
+        riddle = submitting.prepare([("ref", self.doc("ref", 0))], self.settings)[0]
+        self.pipeline.record(riddle, "submit", None, None, "ok", rev=1)
+        return orjson.dumps(riddle.to_json())
+
+    def sample_done(self) -> bytes:
+        with os.scandir(self.spool / "done") as entries:
+            for entry in entries:
+                return Path(entry.path).read_bytes()
+        return self.payload()
+
+
+def _make_data(directory: Path, files: int) -> None:
+    directory.mkdir(parents=True, exist_ok=True)
+    noise = "# notes: lorem ipsum dolor sit amet, " * 4
+    for k in range(files):
+        (directory / f"a{k}.txt").write_text(f"{noise}\na = {12 + 7 * k}\n", "utf-8")
+        (directory / f"b{k}.txt").write_text(f"{noise}\nb = {3 + 5 * k}\nnote: {k}\n", "utf-8")
+
+
+# -- agent processes ----------------------------------------------------------------------------
+
+
+def _riddlectl() -> list[str]:
+    exe = Path(sys.executable).with_name("riddlectl")
+    return [str(exe)] if exe.exists() else [sys.executable, "-m", "riddlectl"]
+
+
+class Agents:
+    """The real agent processes, K per stage, with their CPU and memory from /proc."""
+
+    def __init__(self, bench: Bench, log: Path) -> None:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("RIDDLECTL_")}
+        env.pop("SOLUTION_MAX_TRIALS", None)
+        env[ENV_VARS["fsync"]] = "1" if bench.options.fsync else "0"
+        base = [*_riddlectl(), "--spool", str(bench.spool), "--data-dir", str(bench.data)]
+        self.log = log
+        with log.open("ab") as out:
+            self.procs = [
+                (stage, subprocess.Popen([*base, "agent", stage], env=env, stdout=out, stderr=out))
+                for stage in STAGES
+                for _ in range(bench.options.agents_per_stage)
+            ]
+
+    def check(self) -> None:
+        """`Stalled` when an agent has exited: the pipeline cannot finish without it."""
+        for stage, proc in self.procs:
+            if proc.poll() is not None:
+                raise Stalled(
+                    f"{stage} agent {proc.pid} exited with {proc.returncode}: {self.tail()}"
+                )
+
+    def tail(self) -> str:
+        lines = self.log.read_text("utf-8", "replace").strip().splitlines()
+        return " | ".join(lines[-3:]) or "no output"
+
+    def cpu_seconds(self) -> float:
+        return sum(_cpu(proc.pid) for _, proc in self.procs)
+
+    def stop(self) -> list[dict[str, Any]]:
+        """Memory and CPU of each agent, read just before SIGTERM; then wait for them."""
+        found = [_agent_figures(stage, proc.pid) for stage, proc in self.procs]
+        for _, proc in self.procs:
+            if proc.poll() is None:
+                proc.terminate()
+        for (_, proc), figures in zip(self.procs, found, strict=True):
+            try:
+                figures["exit_code"] = proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                figures["exit_code"] = proc.wait(5)
+        return found
+
+
+def _cpu(pid: int) -> float:
+    """utime + stime (+ reaped children's) of a process, in seconds; 0 once it is gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return 0.0
+    return sum(int(fields[i]) for i in (11, 12, 13, 14)) / CLK_TCK
+
+
+def _agent_figures(stage: str, pid: int) -> dict[str, Any]:
+    memory: dict[str, int] = {}
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            key, _, value = line.partition(":")
+            if key in ("VmHWM", "VmRSS"):
+                memory[key] = int(value.split()[0])
+    except OSError:
+        pass
+    return {
+        "stage": stage,
+        "pid": pid,
+        "cpu_s": round(_cpu(pid), 3),
+        "peak_rss_kb": memory.get("VmHWM"),
+        "rss_kb": memory.get("VmRSS"),
+    }
+
+
+# -- waiting ------------------------------------------------------------------------------------
+
+
+def wait_one(bench: Bench, riddle_id: str, check: Callable[[], None]) -> str:
+    """Poll until `riddle_id` is final; 'done' or 'failed'. `Stalled` past the timeout."""
+    deadline = time.perf_counter() + bench.options.stall_timeout
+    spins = 0
+    while (state := bench.final(riddle_id)) is None:
+        spins += 1
+        if spins % 400 == 0:
+            check()
+            if time.perf_counter() > deadline:
+                raise Stalled(f"{riddle_id} not final after {bench.options.stall_timeout:g} s")
+        time.sleep(LATENCY_POLL)
+    return state
+
+
+def _sweep(bench: Bench, pending: list[str], counts: dict[str, int]) -> list[str]:
+    """Pending ids still not final; looks past at most 8 unfinished ones (order is ~FIFO)."""
+    keep: list[str] = []
+    misses = 0
+    for index, riddle_id in enumerate(pending):
+        if misses >= 8:
+            return keep + pending[index:]
+        state = bench.final(riddle_id)
+        if state is None:
+            misses += 1
+            keep.append(riddle_id)
+        else:
+            counts[state] += 1
+    return keep
+
+
+def wait_all(bench: Bench, ids: list[str], check: Callable[[], None]) -> dict[str, Any]:
+    """Poll until every id is final: the counts, when the last one was seen, and `stalled`
+    (why waiting stopped early: a stall or a dead agent; None when all finished)."""
+    counts: dict[str, Any] = {"done": 0, "failed": 0, "stalled": None}
+    pending, last, polls = list(ids), time.perf_counter(), 0
+    while pending and counts["stalled"] is None:
+        before = len(pending)
+        pending = _sweep(bench, pending, counts)
+        now, polls = time.perf_counter(), polls + 1
+        if len(pending) < before:
+            last = now
+        if polls % 40 == 0 or now - last > bench.options.stall_timeout:
+            counts["stalled"] = _problem(check, pending, now - last, bench.options.stall_timeout)
+        if pending:
+            time.sleep(THROUGHPUT_POLL)
+    return {**counts, "last": last}
+
+
+def _problem(
+    check: Callable[[], None], pending: list[str], idle: float, limit: float
+) -> str | None:
+    try:
+        check()
+    except Stalled as exc:
+        return str(exc)
+    return f"{len(pending)} riddles not final after a {idle:.0f} s stall" if idle > limit else None
+
+
+# -- phases -------------------------------------------------------------------------------------
+
+
+def latency_phase(bench: Bench, agents: Agents, out: dict[str, Any]) -> None:
+    options, samples, failed = bench.options, [], 0
+    started = time.perf_counter()
+    for index in range(options.latency_riddles):
+        riddle_id = f"lat{index:06d}"
+        sent = time.perf_counter()
+        bench.submit([bench.doc(riddle_id, index)])
+        failed += wait_one(bench, riddle_id, agents.check) == "failed"
+        samples.append((time.perf_counter() - sent) * 1000)
+        out["latency"] = _latency_figures(samples, failed, capped=False)
+        if time.perf_counter() - started > options.latency_cap:
+            out["latency"]["capped"] = True
+            break
+
+
+def _latency_figures(samples: list[float], failed: int, capped: bool) -> dict[str, Any]:
+    ordered = sorted(samples)
+    return {
+        "riddles": len(samples),
+        "failed": failed,
+        "p50_ms": round(_percentile(ordered, 50), 3),
+        "p99_ms": round(_percentile(ordered, 99), 3),
+        "mean_ms": round(statistics.fmean(ordered), 3),
+        "max_ms": round(ordered[-1], 3),
+        "capped": capped,
+    }
+
+
+def _percentile(ordered: list[float], p: float) -> float:
+    """Linear interpolation between the closest ranks."""
+    k = (len(ordered) - 1) * p / 100
+    low = int(k)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (k - low)
+
+
+def throughput_phase(bench: Bench, agents: Agents, out: dict[str, Any]) -> None:
+    options = bench.options
+    ids = [f"tp{i:07d}" for i in range(options.riddles)]
+    cpu_before = agents.cpu_seconds()
+    started = time.perf_counter()
+    for first in range(0, len(ids), options.submit_batch):
+        batch = ids[first : first + options.submit_batch]
+        bench.submit([bench.doc(rid, first + i) for i, rid in enumerate(batch)])
+    submitted = time.perf_counter() - started
+    out["submit"] = {"riddles": len(ids), "seconds": round(submitted, 4)}
+    out["submit"]["per_s"] = round(len(ids) / submitted, 1)
+    seen = wait_all(bench, ids, agents.check)
+    seconds, final = seen["last"] - started, seen["done"] + seen["failed"]
+    cpu = agents.cpu_seconds() - cpu_before
+    out["throughput"] = {
+        "riddles": len(ids),
+        "done": seen["done"],
+        "failed": seen["failed"],
+        "seconds": round(seconds, 4),
+        "per_s": round(final / seconds, 1),
+    }
+    per_riddle = cpu * 1000 / max(final, 1)
+    out["cpu"] = {"seconds": round(cpu, 3), "ms_per_riddle": round(per_riddle, 4)}
+    if seen["stalled"]:
+        raise Stalled(f"throughput: {seen['stalled']}")
+
+
+def pipeline_phases(bench: Bench, root: Path, out: dict[str, Any]) -> None:
+    """Start the agents, run warm-up, latency and throughput; always stop the agents."""
+    agents = Agents(bench, root / "agents.log")
+    try:
+        for index in range(bench.options.warmup_riddles):
+            bench.submit([bench.doc(f"warm{index:03d}", index)])
+            wait_one(bench, f"warm{index:03d}", agents.check)
+        latency_phase(bench, agents, out)
+        throughput_phase(bench, agents, out)
+    except Stalled as exc:
+        out["error"] = str(exc)
+    finally:
+        out["agents"] = agents.stop()
+
+
+def status_phase(root: Path, template: bytes, count: int, data: Path) -> dict[str, Any]:
+    """Time `riddlectl status` (command and library) over a spool of `count` riddles."""
+    settings = resolve({"spool": root, "data_dir": data}, env={})
+    spool = runtime.open_spool(settings)
+    started = time.perf_counter()
+    _fill(root, orjson.loads(template), count)
+    build = time.perf_counter() - started
+    argv = [*_riddlectl(), "--spool", str(root), "--data-dir", str(data), "status"]
+    command = _median_time(
+        lambda: subprocess.run(argv, capture_output=True, timeout=300, check=True)
+    )
+    events = runtime.event_log(settings)
+    library = _median_time(
+        lambda: (report.counts(spool), report.summaries(spool, report.recent(spool, events, 20)))
+    )
+    return {
+        "riddles": count,
+        "build_s": round(build, 3),
+        "command_s": round(command, 4),
+        "library_s": round(library, 4),
+    }
+
+
+def _fill(root: Path, doc: dict[str, Any], count: int) -> None:
+    """`count` finished riddles, one in a hundred failed; plain writes (setup, not timed)."""
+    now = time.time() - count * 0.001
+    for index in range(count):
+        failed = index % 100 == 99
+        doc.update(id=f"st{index:07d}", updated=now + index * 0.001)
+        doc["error"] = "bench: a failed riddle" if failed else None
+        path = f"{root}/{'failed' if failed else 'done'}/st{index:07d}.json"
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        os.write(fd, orjson.dumps(doc))
+        os.close(fd)
+    # The event log the pipeline would have written, as `status` reads its tail.
+    with open(root / "events.jsonl", "wb") as log:
+        for index in range(count):
+            to = "failed" if index % 100 == 99 else "done"
+            event = {
+                "time": now + index * 0.001,
+                "id": f"st{index:07d}",
+                "stage": "manage",
+                "from": "validated",
+                "to": to,
+                "outcome": "accepted",
+                "rev": 5,
+            }
+            log.write(orjson.dumps(event) + b"\n")
+
+
+def _median_time(action: Callable[[], object], reps: int = 3) -> float:
+    times = []
+    for _ in range(reps):
+        started = time.perf_counter()
+        action()
+        times.append(time.perf_counter() - started)
+    return statistics.median(times)
+
+
+# -- the whole run ------------------------------------------------------------------------------
+
+
+def machine() -> dict[str, Any]:
+    return {
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "tmpdir": tempfile.gettempdir(),
+    }
+
+
+def run_bench(options: BenchOptions) -> dict[str, Any]:
+    """Run every phase in a temporary directory; the outcome as a JSON-able dict."""
+    out: dict[str, Any] = {"version": 1, "error": None, "machine": machine()}
+    out["options"] = asdict(options)
+    out.update(latency=None, submit=None, throughput=None, cpu=None, agents=[], status=None)
+    with tempfile.TemporaryDirectory(prefix="riddlectl-bench-") as tmp:
+        root = Path(tmp)
+        bench = Bench(root, options)
+        create_at_start = reference.file_create_us(root / "create-at-start")
+        pipeline_phases(bench, root, out)
+        # The reference runs second: it creates and deletes tens of thousands of files,
+        # and ext4 then scans past every recently deleted inode on each file it creates
+        # (`recently_deleted` in ialloc.c), which would slow the pipeline's submits.
+        out["reference"] = reference.measure(
+            root / "reference",
+            bench.payload(),
+            seconds=options.reference_seconds,
+            reps=options.reference_reps,
+            wake_samples=options.wake_samples,
+        )
+        out["reference"]["file_create_us_at_start"] = create_at_start
+        shutil.rmtree(root / "reference", ignore_errors=True)
+        if options.status_riddles:
+            template = bench.sample_done()
+            out["status"] = status_phase(
+                root / "status", template, options.status_riddles, bench.data
+            )
+    out["ratios"], out["targets"] = judge(out, options)
+    return out
+
+
+def judge(out: dict[str, Any], options: BenchOptions) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Ratios against the reference, and each target of issue 6 with whether it holds."""
+    ref = out["reference"]
+    mode = ref["fsync" if options.fsync else "no_fsync"]
+    tput = out["throughput"]["per_s"] / mode["riddles_per_s"] if out["throughput"] else None
+    budget = mode["transition_ms"] + (ref["inotify_wakeup"]["median_ms"] or 0.0)
+    lat = out["latency"]["p50_ms"] / budget if out["latency"] else None
+    status = out["status"]["command_s"] if out["status"] else None
+    big = options.status_riddles >= 100_000
+    ratios = {"throughput": _round(tput), "latency_p50": _round(lat)}
+    targets = {
+        "throughput_durable": _target(tput if options.fsync else None, ">=", 1.5),
+        "throughput_no_fsync": _target(None if options.fsync else tput, ">=", 0.6),
+        "latency_p50": _target(lat, "<=", 4.0),
+        "status_100k": _target(status if big else None, "<", 1.0),
+    }
+    return ratios, targets
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 3)
+
+
+def _target(ratio: float | None, compare: str, limit: float) -> dict[str, Any]:
+    holds = None
+    if ratio is not None:
+        holds = (
+            ratio >= limit
+            if compare == ">="
+            else ratio <= limit
+            if compare == "<="
+            else ratio < limit
+        )
+    return {"ratio": _round(ratio), "limit": limit, "compare": compare, "holds": holds}
+
+
+def render(outcome: dict[str, Any]) -> str:
+    """The outcome for people: one line per figure, then the targets."""
+    ref = outcome["reference"]
+    lines = [
+        f"reference: {ref['fsync']['riddles_per_s']:g} riddles/s with fsync, "
+        f"{ref['no_fsync']['riddles_per_s']:g} without; inotify wake-up "
+        f"{ref['inotify_wakeup']['median_ms']} ms; file create {ref['file_create_us']} us"
+    ]
+    lines += _pipeline_lines(outcome)
+    for name, target in outcome["targets"].items():
+        rule = f"{target['compare']} {target['limit']:g}"
+        if target["holds"] is None:
+            lines.append(f"target {name} ({rule}): not measured")
+        else:
+            verdict = "holds" if target["holds"] else "MISSED"
+            lines.append(f"target {name}: {target['ratio']} {rule}: {verdict}")
+    if outcome["error"]:
+        lines.append(f"error: {outcome['error']}")
+    return "\n".join(lines)
+
+
+def _pipeline_lines(outcome: dict[str, Any]) -> list[str]:
+    lines = []
+    if outcome["submit"]:
+        lines.append(f"submit: {outcome['submit']['per_s']:g} riddles/s")
+    if outcome["throughput"]:
+        t, c = outcome["throughput"], outcome["cpu"]
+        lines.append(
+            f"throughput: {t['per_s']:g} riddles/s ({t['done']} done, {t['failed']} failed "
+            f"in {t['seconds']:.2f} s), CPU {c['ms_per_riddle']:.2f} ms/riddle"
+        )
+    if outcome["latency"]:
+        lat = outcome["latency"]
+        capped = ", capped" if lat["capped"] else ""
+        lines.append(
+            f"latency: p50 {lat['p50_ms']:.2f} ms, p99 {lat['p99_ms']:.2f} ms "
+            f"({lat['riddles']} riddles{capped})"
+        )
+    peaks = ", ".join(f"{a['stage']} {a['peak_rss_kb']}" for a in outcome["agents"])
+    if peaks:
+        lines.append(f"agents' peak RSS (kB): {peaks}")
+    if outcome["status"]:
+        s = outcome["status"]
+        lines.append(
+            f"status over {s['riddles']} riddles: {s['command_s']:.3f} s "
+            f"(library {s['library_s']:.3f} s)"
+        )
+    return lines

@@ -1,0 +1,171 @@
+"""Acting on riddles: `retry`, `hold`, `release`, `cancel`, `purge`, `doctor`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Annotated, Any
+
+import typer
+
+from riddlectl import runtime
+from riddlectl.cli.app import (
+    actor,
+    app,
+    emit_json,
+    fail,
+    guarded,
+    read_ids,
+    resolve,
+)
+from riddlectl.errors import ExitCode, RiddleError
+from riddlectl.ops import admin
+from riddlectl.ops.doctor import examine
+from riddlectl.spool.states import Queue
+
+# -- acting on riddles -------------------------------------------------------------------------
+
+
+def _acting(ctx: typer.Context, command: str) -> Any:
+    settings = resolve(ctx)
+    spool = runtime.open_spool(settings, create=False, writable=True)
+    spool.on_wait = _say_waiting  # a command waiting on an agent says so, not stays silent
+    return runtime.pipeline(settings, spool, actor(command))
+
+
+IdsArg = Annotated[
+    list[str] | None, typer.Argument(help="Riddle ids (- reads them from stdin).", metavar="ID")
+]
+
+
+def _each(pipeline: Any, command: str, ids: list[str], act: Callable[[str], str]) -> None:
+    """Apply `act` to every id, reporting each; exit with the worst error's code.
+
+    Every id is checked first: when one is unknown or cannot be acted on, each such is
+    reported and nothing is done (exit 3 if one is unknown, else 2).
+    """
+    refused = admin.refusals(pipeline.spool, command, ids)
+    for exc in refused:
+        typer.echo(f"riddlectl: {exc}", err=True)
+    if refused:
+        raise typer.Exit(max(int(exc.exit_code) for exc in refused))
+    worst = 0
+    for riddle_id in ids:
+        try:
+            typer.echo(act(riddle_id))
+        except RiddleError as exc:
+            typer.echo(f"riddlectl: {exc}", err=True)
+            worst = max(worst, int(exc.exit_code))
+        except TimeoutError as exc:
+            typer.echo(f"riddlectl: {exc}", err=True)
+            worst = max(worst, int(ExitCode.TIMEOUT))
+    if worst:
+        raise typer.Exit(worst)
+
+
+def _say_waiting(riddle_id: str) -> None:
+    typer.echo(f"riddlectl: {riddle_id}: waiting for the agent handling it…", err=True)
+
+
+@app.command()
+@guarded
+def retry(
+    ctx: typer.Context,
+    ids: IdsArg = None,
+    failed: Annotated[bool, typer.Option("--failed", help="Every failed riddle.")] = False,
+    from_step: Annotated[
+        str | None, typer.Option("--from", help="Start again at extract, solve or validate.")
+    ] = None,
+    reset_trials: Annotated[
+        bool, typer.Option("--reset-trials", help="Set status.trial to 0.")
+    ] = False,
+) -> None:
+    """Put riddles back into the pipeline (default: every failed one)."""
+    if from_step is not None and from_step not in admin.RETRY_STEPS:
+        fail(
+            f"--from: expected one of {', '.join(admin.RETRY_STEPS)}, got {from_step!r}",
+            ExitCode.USAGE,
+        )
+    pipeline = _acting(ctx, "retry")
+    wanted = read_ids(ids or [])
+    if failed or not wanted:
+        wanted += [i for i in admin.failed_ids(pipeline) if i not in wanted]
+    _each(
+        pipeline,
+        "retry",
+        wanted,
+        lambda i: f"{i}\t{admin.retry(pipeline, i, from_step, reset_trials).value}",
+    )
+
+
+@app.command()
+@guarded
+def hold(ctx: typer.Context, ids: IdsArg = None) -> None:
+    """Park riddles in hold/."""
+    pipeline = _acting(ctx, "hold")
+    _each(pipeline, "hold", read_ids(ids or []), lambda i: f"{i}\t{admin.hold(pipeline, i).value}")
+
+
+@app.command()
+@guarded
+def release(ctx: typer.Context, ids: IdsArg = None) -> None:
+    """Put held riddles back where they were."""
+    pipeline = _acting(ctx, "release")
+    _each(
+        pipeline,
+        "release",
+        read_ids(ids or []),
+        lambda i: f"{i}\t{admin.release(pipeline, i).value}",
+    )
+
+
+@app.command()
+@guarded
+def cancel(ctx: typer.Context, ids: IdsArg = None) -> None:
+    """Move riddles and their sub-riddles to failed/ with error `cancelled`."""
+    pipeline = _acting(ctx, "cancel")
+    _each(
+        pipeline, "cancel", read_ids(ids or []), lambda i: "\n".join(admin.cancel(pipeline, i)) or i
+    )
+
+
+@app.command()
+@guarded
+def purge(
+    ctx: typer.Context,
+    older_than: Annotated[str, typer.Option(help="Age such as 7d, 12h, 30m, 90s.")],
+    done: Annotated[bool, typer.Option("--done", help="Purge done/.")] = False,
+    failed: Annotated[bool, typer.Option("--failed", help="Purge failed/.")] = False,
+) -> None:
+    """Delete finished riddles older than DURATION (both queues unless one is named)."""
+    try:
+        seconds = admin.parse_duration(older_than)
+    except ValueError:
+        fail(
+            f"--older-than: expected a duration like 7d, 12h, 30m or 90s, got {older_than!r}",
+            ExitCode.USAGE,
+        )
+    queues = [q for q, on in ((Queue.DONE, done), (Queue.FAILED, failed)) if on]
+    pipeline = _acting(ctx, "purge")
+    for riddle_id in admin.purge(pipeline, queues or [Queue.DONE, Queue.FAILED], seconds):
+        typer.echo(riddle_id)
+
+
+@app.command()
+@guarded
+def doctor(
+    ctx: typer.Context,
+    fix: Annotated[bool, typer.Option("--fix", help="Repair what is safe to repair.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Findings as JSON.")] = False,
+) -> None:
+    """Check the spool; exit 0 when nothing is left to report, 1 otherwise."""
+    findings = examine(_acting(ctx, "doctor"), fix=fix)
+    left = [f for f in findings if not f.fixed]
+    if as_json:
+        emit_json({"findings": [f.as_dict() for f in findings], "ok": not left})
+    else:
+        for f in findings:
+            mark = "fixed" if f.fixed else "found"
+            typer.echo(f"{mark}\t{f.kind}\t{f.subject}\t{f.detail}")
+        typer.echo("spool is healthy" if not left else f"{len(left)} problem(s) left", err=True)
+    if left:
+        raise typer.Exit(int(ExitCode.FAILED))

@@ -1,0 +1,217 @@
+"""Running agents: `run`, `agent`, and `bench`."""
+
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+from typing import Annotated, Any
+
+import typer
+
+from riddlectl import runtime
+from riddlectl.agent.supervisor import RunSummary
+from riddlectl.agent.supervisor import run as run_agents
+from riddlectl.cli.app import (
+    app,
+    emit_json,
+    fail,
+    guarded,
+    resolve,
+)
+from riddlectl.errors import ExitCode, RiddleError
+from riddlectl.settings import ENV_VARS
+from riddlectl.spool.states import STAGES
+
+# -- run, agent -----------------------------------------------------------------------------------
+
+
+def _handler_flags(values: list[str]) -> dict[str, tuple[str, ...]]:
+    table: dict[str, list[str]] = {}
+    for value in values:
+        stage, sep, spec = value.partition("=")
+        if not sep or stage not in ("extract", "solve", "validate") or not spec:
+            raise RiddleError(
+                "expected STAGE=HANDLER with STAGE extract, solve or validate",
+                where="--handler",
+                field=value,
+            )
+        table.setdefault(stage, []).append(spec)
+    return {stage: tuple(specs) for stage, specs in table.items()}
+
+
+def _stop_on_signals() -> tuple[threading.Event, threading.Event]:
+    """(stop, hurry): SIGTERM or SIGINT sets `stop` (handlers still running get the stop
+    grace), a second one sets `hurry` too (they are ended at once)."""
+    stop, hurry = threading.Event(), threading.Event()
+
+    def handler(signum: int, frame: Any) -> None:
+        if stop.is_set():
+            hurry.set()
+        stop.set()
+
+    signal.signal(signal.SIGTERM, handler)
+    signal.signal(signal.SIGINT, handler)
+    return stop, hurry
+
+
+TimeoutOpt = Annotated[
+    float | None,
+    typer.Option(help="Seconds per handler call.", envvar=ENV_VARS["timeout"], show_default="60"),
+]
+AttemptsOpt = Annotated[
+    int | None,
+    typer.Option(
+        help="Attempts per stage in all.", envvar=ENV_VARS["max_attempts"], show_default="3"
+    ),
+]
+TrialsOpt = Annotated[
+    int | None,
+    typer.Option(
+        help="Trials before a rejected riddle fails.",
+        envvar=ENV_VARS["max_trials"],
+        show_default="3",
+    ),
+]
+ConcurrencyOpt = Annotated[
+    int,
+    typer.Option(help="Worker threads (spares are added while handlers hang).", min=1, max=64),
+]
+
+
+@app.command()
+@guarded
+def run(
+    ctx: typer.Context,
+    once: Annotated[
+        bool, typer.Option("--once", help="Work until nothing can move, then exit.")
+    ] = False,
+    stages: Annotated[str, typer.Option(help="Comma-separated stages to run.")] = ",".join(STAGES),
+    handler: Annotated[
+        list[str] | None, typer.Option("--handler", help="STAGE=HANDLER (repeatable, in order).")
+    ] = None,
+    concurrency: ConcurrencyOpt = 1,
+    timeout: TimeoutOpt = None,
+    max_attempts: AttemptsOpt = None,
+    max_trials: TrialsOpt = None,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No summary.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="The summary as JSON.")] = False,
+) -> None:
+    """Run every stage's agent in this process; with --once, exit 1 if a riddle failed."""
+    chosen = tuple(s.strip() for s in stages.split(",") if s.strip())
+    unknown = [s for s in chosen if s not in STAGES]
+    if unknown or not chosen:
+        fail(
+            f"--stages: unknown stage {', '.join(unknown) or '(none)'}; one of {', '.join(STAGES)}",
+            ExitCode.USAGE,
+        )
+    settings = resolve(
+        ctx,
+        timeout=timeout,
+        max_attempts=max_attempts,
+        max_trials=max_trials,
+        handlers=_handler_flags(handler or []) or None,
+    )
+    # Only `init` makes a spool. A long-running agent waits out a read-only spool; a
+    # --once run (cron) is told at once.
+    runtime.open_spool(settings, create=False, writable=once)
+    stop, hurry = _stop_on_signals()
+    if quiet or as_json or not sys.stdout.isatty():
+        summary = run_agents(
+            settings, chosen, once=once, concurrency=concurrency, stop=stop, hurry=hurry
+        )
+    else:
+        from riddlectl.cli.progress import RunProgress
+
+        with RunProgress(runtime.open_spool(settings)) as progress:
+            summary = run_agents(
+                settings,
+                chosen,
+                once=once,
+                concurrency=concurrency,
+                stop=stop,
+                hurry=hurry,
+                on_tick=progress.update,
+            )
+    _finish(summary, quiet, as_json, once)
+
+
+@app.command()
+@guarded
+def agent(
+    ctx: typer.Context,
+    stage: Annotated[
+        str, typer.Argument(help="extract, solve, validate or manage.", metavar="STAGE")
+    ],
+    handler: Annotated[
+        list[str] | None,
+        typer.Option("--handler", help="Handler for this stage (repeatable, in order)."),
+    ] = None,
+    concurrency: ConcurrencyOpt = 1,
+    once: Annotated[bool, typer.Option("--once", help="Exit when the inbox is empty.")] = False,
+    timeout: TimeoutOpt = None,
+    max_attempts: AttemptsOpt = None,
+    max_trials: TrialsOpt = None,
+) -> None:
+    """One agent process for one stage; runs until SIGTERM/SIGINT."""
+    if stage not in STAGES:
+        fail(f"unknown stage {stage!r}; one of {', '.join(STAGES)}", ExitCode.USAGE)
+    if handler and stage == "manage":
+        fail("manage takes no handlers", ExitCode.USAGE)
+    handlers = {stage: tuple(handler)} if handler else None
+    settings = resolve(
+        ctx, timeout=timeout, max_attempts=max_attempts, max_trials=max_trials, handlers=handlers
+    )
+    runtime.open_spool(settings, create=False, writable=once)  # as for `run`
+    stop, hurry = _stop_on_signals()
+    summary = run_agents(
+        settings,
+        (stage,),
+        once=once,
+        concurrency=concurrency,
+        stop=stop,
+        hurry=hurry,
+        name="agent",
+    )
+    _finish(summary, quiet=not once, as_json=False, once=once)
+
+
+def _finish(summary: RunSummary, quiet: bool, as_json: bool, once: bool) -> None:
+    if as_json:
+        emit_json(summary.as_dict())
+    elif not quiet:
+        typer.echo(
+            f"{summary.done_count} done, {summary.failed_count} failed, {summary.held} held, "
+            f"{summary.handled} hand-offs in {summary.seconds:.1f} s"
+        )
+    if once and summary.failed_count:
+        raise typer.Exit(int(ExitCode.FAILED))
+
+
+@app.command()
+@guarded
+def bench(
+    riddles: Annotated[
+        int, typer.Option(help="Generated riddles for the throughput run.", min=1)
+    ] = 2000,
+    agents_per_stage: Annotated[int, typer.Option(help="Agent processes per stage.", min=1)] = 1,
+    no_fsync: Annotated[bool, typer.Option("--no-fsync", help="Writes without fsync.")] = False,
+    status_riddles: Annotated[
+        int, typer.Option(help="Also time `status` over a spool this large.", min=0)
+    ] = 0,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object.")] = False,
+) -> None:
+    """Run the built-in pipeline on generated riddles in a temporary spool; report speed."""
+    from riddlectl.bench import pipeline as benchmark
+
+    options = benchmark.BenchOptions(
+        riddles=riddles,
+        agents_per_stage=agents_per_stage,
+        fsync=not no_fsync,
+        status_riddles=status_riddles,
+    )
+    outcome = benchmark.run_bench(options)
+    if as_json:
+        emit_json(outcome)
+    else:
+        typer.echo(benchmark.render(outcome))

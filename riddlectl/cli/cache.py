@@ -1,0 +1,43 @@
+"""`riddlectl cache clear`: drop cached extractions."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from riddlectl import runtime
+from riddlectl.cli.app import app, guarded, resolve
+from riddlectl.errors import SpoolUnusable
+from riddlectl.spool.fs.extractions import ExtractionStore
+
+cache_app = typer.Typer(
+    help="The extraction cache (cache/extractions/ in the spool).", no_args_is_help=True
+)
+app.add_typer(cache_app, name="cache")
+
+
+@cache_app.command()
+@guarded
+def clear(
+    ctx: typer.Context,
+    extractor: Annotated[
+        str | None,
+        typer.Option(help="Only this extractor's extractions (its handler name, e.g. text)."),
+    ] = None,
+) -> None:
+    """Drop cached extractions; riddles that used them are extracted again when needed.
+
+    Safe while agents run. Prints how many were dropped.
+    """
+    settings = resolve(ctx)
+    runtime.open_spool(settings, create=False)  # a missing spool is an error, not made
+    try:
+        dropped = ExtractionStore(Path(settings.spool)).clear(extractor)
+    except OSError as exc:
+        raise SpoolUnusable(
+            f"cannot drop cached extractions: {exc.strerror or exc}",
+            where=str(exc.filename or Path(settings.spool) / "cache" / "extractions"),
+        ) from None
+    typer.echo(f"dropped {dropped} cached extraction(s)")

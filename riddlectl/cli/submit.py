@@ -1,0 +1,166 @@
+"""`init`, `schema` and `submit`."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from riddlectl import runtime
+from riddlectl import settings as settings_mod
+from riddlectl.cli.app import (
+    actor,
+    app,
+    emit_json,
+    guarded,
+    resolve,
+)
+from riddlectl.cli.query import print_results
+from riddlectl.document.model import riddle_json_schema
+from riddlectl.errors import RiddleError
+from riddlectl.ops import report
+from riddlectl.ops import submit as submitting
+
+# -- init, schema -------------------------------------------------------------------------------
+
+
+@app.command()
+@guarded
+def init(ctx: typer.Context) -> None:
+    """Create the spool layout and the data directory; idempotent."""
+    settings = resolve(ctx)
+    runtime.open_spool(settings, writable=True)
+    data_dir = Path(settings.data_dir)
+    try:
+        data_dir.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        raise RiddleError("not a directory", where=str(data_dir), field="--data-dir") from None
+    typer.echo(f"spool ready at {settings.spool}", err=True)
+
+
+@app.command()
+@guarded
+def schema() -> None:
+    """Print the JSON Schema of the riddle document."""
+    emit_json(riddle_json_schema())
+
+
+# -- submit -------------------------------------------------------------------------------------
+
+
+def _complete_data(ctx: typer.Context, incomplete: str) -> list[str]:
+    """Shell completion for --data: files below the data directory."""
+    base = Path(
+        (ctx.parent.params.get("data_dir") if ctx.parent else None)
+        or settings_mod.resolve().data_dir
+    )
+    if not base.is_dir():
+        return []
+    found = [str(p.relative_to(base)) for p in base.rglob("*") if p.is_file()]
+    return sorted(f for f in found if f.startswith(incomplete))[:200]
+
+
+@app.command()
+@guarded
+def submit(
+    ctx: typer.Context,
+    files: Annotated[
+        list[str] | None, typer.Argument(help="JSON files, or - for stdin.", metavar="FILE")
+    ] = None,
+    question: Annotated[str | None, typer.Option(help="Build a riddle with this question.")] = None,
+    context: Annotated[str, typer.Option(help="Context of the riddle built from flags.")] = "",
+    data: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--data",
+            help="Data file, relative to the data directory (repeatable).",
+            autocompletion=_complete_data,
+        ),
+    ] = None,
+    answer_kind: Annotated[
+        str | None, typer.Option(help="Typed answer: text, int, number, json_list (fill) or noul.")
+    ] = None,
+    no_extract: Annotated[bool, typer.Option("--no-extract", help="Skip extraction.")] = False,
+    no_validate: Annotated[bool, typer.Option("--no-validate", help="Skip validation.")] = False,
+    riddle_id: Annotated[
+        str | None, typer.Option("--id", help="Id of the riddle built from flags.")
+    ] = None,
+    priority: Annotated[
+        int | None,
+        # A document holds 64-bit integers: a bigger priority could never be stored.
+        typer.Option(help="Priority (higher first).", min=-(2**63), max=2**63 - 1),
+    ] = None,
+    wait: Annotated[bool, typer.Option("--wait", help="Wait and print the results.")] = False,
+    timeout: Annotated[
+        float | None, typer.Option(help="With --wait: seconds to wait.", min=0)
+    ] = None,
+) -> None:
+    """Submit riddles; prints each new id on its own line."""
+    settings = resolve(ctx)
+    spool = runtime.open_spool(settings, create=False, writable=True)
+    parsed = _submission(
+        files or [],
+        question,
+        context,
+        data or [],
+        answer_kind,
+        not no_extract,
+        not no_validate,
+        riddle_id,
+        settings.max_document_bytes,
+    )
+    riddles = submitting.prepare(parsed, settings, priority)
+    pipeline = runtime.pipeline(settings, spool, actor("submit"))
+    ids = submitting.submit(pipeline, riddles)
+    if wait:
+        print_results(report.results(spool, ids, wait=True, timeout=timeout), as_json=False)
+    else:
+        typer.echo("\n".join(ids))
+
+
+def _submission(
+    files: list[str],
+    question: str | None,
+    context: str,
+    data: list[str],
+    answer_kind: str | None,
+    extract: bool,
+    validate: bool,
+    riddle_id: str | None,
+    limit: int,
+) -> list[tuple[str, Any]]:
+    if question is not None:
+        if files:
+            raise RiddleError("give files or --question, not both", where="submit")
+        return [
+            (
+                "--question",
+                submitting.from_flags(
+                    question,
+                    context=context,
+                    data=data,
+                    answer_kind=answer_kind,
+                    extract=extract,
+                    validate=validate,
+                    riddle_id=riddle_id,
+                ),
+            )
+        ]
+    if not files:
+        if sys.stdin.isatty():
+            raise RiddleError(
+                "nothing to submit: give FILE…, - for stdin, or --question", where="submit"
+            )
+        files = ["-"]
+    sources = []
+    for name in files:
+        if name == "-":
+            sources.append(submitting.Source("<stdin>", sys.stdin.buffer.read()))
+            continue
+        try:
+            sources.append(submitting.Source(name, Path(name).read_bytes()))
+        except OSError as exc:
+            raise RiddleError(f"cannot read: {exc.strerror}", where=name) from None
+    return submitting.parse_sources(sources, limit)

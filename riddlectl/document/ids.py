@@ -1,0 +1,55 @@
+"""Riddle ids: validation and generation.
+
+Generated ids are ULIDs in lower-case Crockford base32: 48 bits of milliseconds then 80
+random bits, so they sort by creation time and are unique across hosts without any
+coordination. Within one process they are strictly increasing.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+from riddlectl.document.model import ID_PATTERN, ID_RE
+from riddlectl.errors import InvalidDocument
+
+_ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"
+_lock = threading.Lock()
+_last = (0, 0)
+
+
+def _encode(value: int, length: int) -> str:
+    chars = []
+    for _ in range(length):
+        value, digit = divmod(value, 32)
+        chars.append(_ALPHABET[digit])
+    return "".join(reversed(chars))
+
+
+def new_id() -> str:
+    """A fresh, time-ordered id (26 characters)."""
+    global _last
+    with _lock:
+        millis = time.time_ns() // 1_000_000
+        last_millis, last_random = _last
+        if millis <= last_millis:
+            millis, randomness = last_millis, last_random + 1
+        else:
+            randomness = int.from_bytes(os.urandom(10), "big") >> 1
+        _last = (millis, randomness)
+    return _encode(millis, 10) + _encode(randomness, 16)
+
+
+def check_id(value: str, where: str) -> str:
+    """`value` if it is a valid id, else `InvalidDocument` naming `where`."""
+    if not ID_RE.fullmatch(value):
+        raise InvalidDocument(
+            f"must match {ID_PATTERN} (got {value[:60]!r})", where=where, field="id"
+        )
+    return value
+
+
+def sub_id(parent: str, number: int) -> str:
+    """The id of a parent's `number`-th sub-riddle (1-based), as SPEC §2 prescribes."""
+    return f"{parent}-{number}"

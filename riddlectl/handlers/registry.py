@@ -1,0 +1,217 @@
+"""Handlers: what a stage runs on a riddle, and how a handler is named.
+
+A handler is a callable taking one `Job` and returning a JSON-able dict (or None):
+
+- extract: the extraction of `job.item_path` (called once per data item);
+- solve: `{"solution", "explanation", "used_data"}`, `{"sub_riddles": [...]}`, or
+  `{}`/None to decline;
+- validate: `{"accept": bool, "review": str}`.
+
+It raises `HandlerRefused` when the riddle cannot be handled and retrying would not help;
+any other exception is an error that is retried. An extract handler may carry a `types`
+attribute (the data types it supports; all when absent).
+
+Names: a built-in (`text`, `calculator`, `gatekeeper`), an entry point in the group
+`riddlectl.handlers.registry`, `module:attr`, or `cmd:COMMAND` for an external command.
+
+A handler's identity (`NamedHandler.identity`) keys the extraction cache, so that changing
+what a handler runs extracts files again: a built-in's version (for `text`, with a digest
+of the modules doing the work); a Python callable's
+`version` attribute, or else the SHA-256 of its module's file; for a command, its command
+line and the content of the files it runs (see `external`).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib
+import os
+import stat
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from importlib.metadata import entry_points
+from pathlib import Path
+from typing import Any
+
+from riddlectl.document.model import Riddle
+from riddlectl.errors import ConfigError
+
+ENTRY_POINT_GROUP = "riddlectl.handlers"
+
+
+@dataclass
+class Job:
+    """What a handler gets: the riddle and where things are."""
+
+    riddle: Riddle
+    stage: str
+    data_dir: Path
+    spool_root: Path
+    timeout: float = 60.0
+    item_index: int | None = None  # extract only
+    item_path: Path | None = None  # extract only
+    extractions: list[dict[str, Any] | None] = field(default_factory=list)  # solve, validate
+
+
+HandlerFn = Callable[[Job], "dict[str, Any] | None"]
+
+
+@dataclass(frozen=True)
+class NamedHandler:
+    name: str
+    fn: HandlerFn
+    types: frozenset[str] | None = None
+    version: str = "1"
+
+    def supports(self, item_type: str) -> bool:
+        return self.types is None or item_type in self.types
+
+    def __call__(self, job: Job) -> dict[str, Any] | None:
+        return self.fn(job)
+
+    def identity(self) -> str:
+        """The version the extraction cache is keyed by: what this handler runs now."""
+        current = getattr(self.fn, "current_version", None)
+        return str(current()) if callable(current) else self.version
+
+
+def _builtins() -> dict[str, dict[str, NamedHandler]]:
+    from riddlectl.handlers.builtin import catalog as b
+
+    return {
+        "extract": {
+            "text": NamedHandler("text", b.text_extractor, frozenset({"text"}), _text_version())
+        },
+        "solve": {"calculator": NamedHandler("calculator", b.calculator)},
+        "validate": {"gatekeeper": NamedHandler("gatekeeper", b.gatekeeper)},
+    }
+
+
+def load(spec: str, stage: str) -> NamedHandler:
+    """Resolve one handler name for `stage`, or `ConfigError` naming it."""
+    if spec.startswith("cmd:"):
+        from riddlectl.handlers.command import CommandHandler
+
+        command = CommandHandler(spec.removeprefix("cmd:"), stage)
+        return NamedHandler(spec, command)
+    builtin = _builtins().get(stage, {}).get(spec)
+    if builtin is not None:
+        return builtin
+    target = _entry_point(spec) or _import(spec)
+    if target is None:
+        known = ", ".join(sorted(_builtins().get(stage, {}))) or "none"
+        raise ConfigError(
+            f"unknown handler (built-ins for {stage}: {known}; or module:attr, "
+            "an entry point, cmd:COMMAND)",
+            where=spec,
+        )
+    if not callable(target):
+        raise ConfigError("is not callable", where=spec)
+    types = getattr(target, "types", None)
+    version = getattr(target, "version", None)
+    return NamedHandler(
+        spec,
+        target,
+        frozenset(types) if types else None,
+        str(version) if version is not None else _module_version(target),
+    )
+
+
+@functools.cache
+def _text_version() -> str:
+    """The `text` extractor's version and a digest of the code it runs, so that a riddlectl
+    whose extractor reads files differently does not reuse the old one's extractions."""
+    from riddlectl.document import numbers
+    from riddlectl.handlers.builtin import catalog as builtin_handlers
+    from riddlectl.handlers.builtin import numberphrases, numberwords, textfacts
+
+    modules = (builtin_handlers, numbers, numberwords, numberphrases, textfacts)
+    digests = [file_digest(m.__file__ or "") or "-" for m in modules]
+    code = hashlib.sha256("\0".join(digests).encode()).hexdigest()[:8]
+    return f"{builtin_handlers.TEXT_VERSION}.{code}"
+
+
+def _module_version(target: Any) -> str:
+    """The SHA-256 of the file of the module defining `target` (loaded once per agent, so
+    what it runs is what was hashed); "1" when it has no file."""
+    name = getattr(target, "__module__", None) or type(target).__module__
+    path = getattr(sys.modules.get(name), "__file__", None)
+    digest = file_digest(path) if path else None
+    return digest[:16] if digest else "1"
+
+
+SETTLED = 1.0  # seconds a file must be unchanged before its digest is remembered
+_digests: dict[tuple[Any, ...], str] = {}
+
+
+def file_digest(path: str) -> str | None:
+    """The SHA-256 of a regular file's content; None when it cannot be read.
+
+    Hashed once per version of the file: the digest is remembered by path, inode, size and
+    times (as `make` and git do, only once the file has been unchanged for a second).
+    """
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    if not stat.S_ISREG(info.st_mode):
+        return None
+    seen = (path, info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+    digest = _digests.get(seen)
+    if digest is not None:
+        return digest
+    try:
+        with open(path, "rb") as handle:
+            digest = hashlib.file_digest(handle, "sha256").hexdigest()
+    except OSError:
+        return None
+    if time.time() - max(info.st_mtime, info.st_ctime) >= SETTLED:
+        if len(_digests) > 1024:  # old versions of files that keep changing
+            _digests.clear()
+        _digests[seen] = digest
+    return digest
+
+
+def _entry_point(name: str) -> Any:
+    for point in entry_points(group=ENTRY_POINT_GROUP):
+        if point.name == name:
+            return point.load()
+    return None
+
+
+def _import(spec: str) -> Any:
+    """`module:attr`, the module found as `python -m` finds it: in the current directory
+    too, so `my_agents.py` beside the spool works without installing it."""
+    module_name, _, attr = spec.partition(":")
+    if not attr:
+        return None
+    _with_current_directory()
+    try:
+        target: Any = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise ConfigError(f"cannot import {module_name}: {exc}", where=spec) from None
+    except Exception as exc:  # the module itself failed: a syntax error, a raise at import
+        raise ConfigError(
+            f"importing {module_name} failed: {type(exc).__name__}: {exc}", where=spec
+        ) from None
+    for part in attr.split("."):
+        target = getattr(target, part, None)
+        if target is None:
+            raise ConfigError(f"{module_name} has no {attr}", where=spec)
+    return target
+
+
+def _with_current_directory() -> None:
+    # Appended, not put first as `python -m` does: a file in the current directory must not
+    # shadow the standard library or an installed package (a stray queue.py, say) for the
+    # rest of this process.
+    here = os.getcwd()
+    if here not in sys.path and "" not in sys.path:
+        sys.path.append(here)
+
+
+def load_stage(stage: str, specs: tuple[str, ...] | list[str]) -> list[NamedHandler]:
+    return [load(spec, stage) for spec in specs]

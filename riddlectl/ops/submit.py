@@ -1,0 +1,122 @@
+"""Submitting riddles: parse, validate everything, then store all or nothing."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from riddlectl.document import codec as documents
+from riddlectl.document.ids import new_id
+from riddlectl.document.model import Riddle
+from riddlectl.errors import InvalidDocument
+from riddlectl.pipeline import datafiles
+from riddlectl.pipeline.ledger import Pipeline
+from riddlectl.settings import Settings
+from riddlectl.spool.states import route
+
+
+@dataclass(frozen=True)
+class Source:
+    """Raw submission bytes and the name errors should use for them (a file, `<stdin>`)."""
+
+    name: str
+    raw: bytes
+
+
+def from_flags(
+    question: str,
+    *,
+    context: str = "",
+    data: Iterable[str] = (),
+    answer_kind: str | None = None,
+    extract: bool = True,
+    validate: bool = True,
+    riddle_id: str | None = None,
+    priority: int | None = None,
+) -> dict[str, Any]:
+    """The document `submit --question …` builds."""
+    doc: dict[str, Any] = {
+        "riddle": {"context": context, "question": question},
+        "data": [{"type": "text", "file_plain": path} for path in data],
+        "status": {"extract": {"required": extract}, "validate": {"required": validate}},
+    }
+    if answer_kind is not None:
+        doc["riddle"]["answer"] = (
+            {"type": "noul"} if answer_kind == "noul" else {"type": "fill", "kind": answer_kind}
+        )
+    if riddle_id:
+        doc["id"] = riddle_id
+    if priority is not None:
+        doc["priority"] = priority
+    return doc
+
+
+def parse_sources(
+    sources: Iterable[Source], limit: int = documents.MAX_DOCUMENT_BYTES
+) -> list[tuple[str, Any]]:
+    """(where, parsed JSON) for every document in every source; JSON errors raise.
+
+    `limit` is `max_document_bytes`: no document over it is parsed (nor a submission over
+    16 times it); `prepare` holds each to the smaller limit of a new riddle."""
+    parsed = []
+    for source in sources:
+        parsed += documents.split_submission(source.raw, source.name, limit)
+    return parsed
+
+
+def prepare(
+    parsed: Iterable[tuple[str, Any]], settings: Settings, priority: int | None = None
+) -> list[Riddle]:
+    """Validated riddles with ids and timestamps; `InvalidDocument`/`InvalidData` on the first
+    problem, before anything is written."""
+    riddles, seen = [], set()
+    checked: set[tuple[str, str]] = set()  # data files already found good, by (path, type)
+    now = time.time()
+    limits = settings.limits
+    for where, obj in parsed:
+        # A quarter of the limit, so that history, solutions and reviews fit as it moves on.
+        size = len(orjson.dumps(obj))
+        if size > limits.new_riddle:
+            reason = limits.too_large(size, limits.new_riddle, " for a new riddle")
+            raise InvalidDocument(reason, where=where)
+        riddle = documents.to_riddle(obj, where)
+        if not riddle.riddle.question.strip():
+            raise InvalidDocument("must not be empty", where=where, field="riddle.question")
+        if riddle.id is None:
+            riddle.id = new_id()
+        if riddle.id in seen:
+            raise InvalidDocument(f"id {riddle.id!r} is given twice", where=where, field="id")
+        seen.add(riddle.id)
+        for index, item in enumerate(riddle.data):
+            if (item.file_plain, item.type) in checked:
+                continue
+            datafiles.check(
+                settings.data_dir,
+                item.file_plain,
+                item.type,
+                settings.max_data_bytes,
+                where,
+                f"data[{index}].file_plain",
+            )
+            checked.add((item.file_plain, item.type))
+        if priority is not None:
+            riddle.priority = priority
+        riddle.created = now
+        riddles.append(riddle)
+    return riddles
+
+
+def submit(pipeline: Pipeline, riddles: list[Riddle]) -> list[str]:
+    """Store the riddles, each in the inbox of its first required step; all or none.
+
+    `DuplicateId` when any id is already in the spool (nothing is stored then).
+    """
+    for riddle in riddles:
+        pipeline.record(riddle, "submit", None, route(riddle), "ok", rev=1)
+    with pipeline.events.committing([r.history[-1] for r in riddles], pipeline.committed):
+        pipeline.spool.add(riddles)
+    return [riddle.id or "" for riddle in riddles]

@@ -1,0 +1,3 @@
+"""What happens to a claimed riddle: the stage functions, the ledger that turns outcomes into
+commits, parents and sub-riddles, retry policy.
+"""

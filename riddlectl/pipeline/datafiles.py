@@ -1,0 +1,120 @@
+"""Data files named by riddles: resolved safely inside the data directory, read bounded.
+
+A `file_plain` is a path relative to the data directory. It may not be absolute, may not
+contain `..`, and may not resolve (through symbolic links) outside the directory; the file
+must exist, be a regular file within the size limit, and for `text` items be UTF-8. Every
+check happens before the content is read, so a hostile path never reads its target.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import stat
+from pathlib import Path
+
+from riddlectl.document.codec import read_at_most
+from riddlectl.errors import InvalidData
+
+TEXT_TYPES = frozenset({"text", "csv", "json"})
+
+
+def resolve(
+    data_dir: Path, file_plain: str, where: str = "data", field: str = "file_plain"
+) -> Path:
+    """The real path of a data item, or `InvalidData` saying why it cannot be used."""
+    return Path(resolve_stat(data_dir, file_plain, where, field)[0])
+
+
+def resolve_stat(
+    data_dir: Path | str, file_plain: str, where: str = "data", field: str = "file_plain"
+) -> tuple[str, os.stat_result]:
+    """`resolve`, as a string, with the file's `stat` (for caches keyed by it)."""
+    if not file_plain or "\x00" in file_plain:
+        raise InvalidData("empty or NUL in path", where=where, field=field)
+    if file_plain.startswith("/"):
+        raise InvalidData(
+            f"{file_plain!r} is absolute; paths are relative to the data directory",
+            where=where,
+            field=field,
+        )
+    parts = [p for p in file_plain.split("/") if p not in ("", ".")]
+    if ".." in parts:
+        raise InvalidData(f"{file_plain!r} contains '..'", where=where, field=field)
+    base = real_dir(str(data_dir))
+    missing = InvalidData(f"{file_plain!r} does not exist in {data_dir}", where=where, field=field)
+    try:
+        target, info = _walk(base, parts)
+    except (FileNotFoundError, NotADirectoryError):
+        raise missing from None
+    if target != base and not target.startswith(base.rstrip(os.sep) + os.sep):
+        raise InvalidData(
+            f"{file_plain!r} resolves outside the data directory", where=where, field=field
+        )
+    try:
+        info = info or os.stat(target)
+    except (FileNotFoundError, NotADirectoryError):
+        raise missing from None
+    if not stat.S_ISREG(info.st_mode):
+        raise InvalidData(f"{file_plain!r} is not a regular file", where=where, field=field)
+    return target, info
+
+
+@functools.lru_cache(maxsize=16)
+def real_dir(data_dir: str) -> str:
+    """The data directory's real path, looked up once per process: the data items it
+    holds are resolved for every riddle in every stage."""
+    return os.path.realpath(data_dir)
+
+
+def _walk(base: str, parts: list[str]) -> tuple[str, os.stat_result | None]:
+    """(real path, stat) of `base/parts...`: one `lstat` per part below the (already real)
+    base, rather than `realpath`'s one per part of the whole path. A symbolic link on the
+    way hands over to `realpath`, which follows it wherever it leads; the stat is then
+    the caller's to take, once the target is known to be inside."""
+    if not parts:
+        return base, None
+    path = base.rstrip(os.sep)
+    for part in parts:
+        path = f"{path}/{part}"
+        info = os.lstat(path)
+        if stat.S_ISLNK(info.st_mode):
+            return os.path.realpath(os.path.join(base, *parts)), None
+    return path, info
+
+
+def read(
+    path: Path | str, item_type: str, max_bytes: int, where: str = "data", field: str = "file_plain"
+) -> bytes:
+    """The content of a resolved data file, refusing oversize and (for text) non-UTF-8."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        content = read_at_most(fd, max_bytes + 1, os.fstat(fd).st_size)
+    finally:
+        os.close(fd)
+    if len(content) > max_bytes:
+        raise InvalidData(
+            f"{os.path.basename(path)} is over the {max_bytes}-byte limit", where=where, field=field
+        )
+    if item_type in TEXT_TYPES:
+        try:
+            content.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InvalidData(
+                f"{os.path.basename(path)} is not UTF-8 text (byte {exc.start})",
+                where=where,
+                field=field,
+            ) from None
+    return content
+
+
+def check(
+    data_dir: Path, file_plain: str, item_type: str, max_bytes: int, where: str, field: str
+) -> None:
+    """Every check `read` makes, for submit-time refusal (the content is read to check UTF-8)."""
+    path = resolve(data_dir, file_plain, where, field)
+    if path.stat().st_size > max_bytes:
+        raise InvalidData(
+            f"{file_plain!r} is over the {max_bytes}-byte limit", where=where, field=field
+        )
+    read(path, item_type, max_bytes, where, field)

@@ -1,0 +1,273 @@
+"""What each stage does to one riddle: a function from a document to an `Outcome`.
+
+No claims, locks or retries here (that is `pipeline`); a stage raises `HandlerRefused` or
+`InvalidData` when the riddle must fail now, and any other exception for an error worth
+trying again.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from riddlectl import inflight
+from riddlectl.document.ids import sub_id
+from riddlectl.document.model import DataItem, Riddle, Solution
+from riddlectl.errors import HandlerFailed, HandlerRefused, HandlerTimeout, InvalidData
+from riddlectl.handlers.registry import Job, NamedHandler
+from riddlectl.pipeline import datafiles
+from riddlectl.spool.fs.extractions import ExtractionStore, envelope
+from riddlectl.spool.states import Queue, route
+
+
+@dataclass
+class Outcome:
+    riddle: Riddle
+    to: Queue
+    outcome: str = "ok"
+    error: str | None = None
+    children: list[Riddle] = field(default_factory=list)
+    declined: list[str] = field(default_factory=list)  # solve handlers that declined first
+
+
+class NobodyAnswered(HandlerRefused):
+    """Every solve handler declined."""
+
+    def __init__(self, declined: list[str]) -> None:
+        super().__init__("no solve handler answered")
+        self.declined = declined
+
+
+@dataclass
+class StageContext:
+    data_dir: Path
+    spool_root: Path
+    store: ExtractionStore
+    handlers: list[NamedHandler]
+    timeout: float = 60.0
+    max_trials: int = 3
+    max_data_bytes: int = 10 * 1024 * 1024
+
+    def job(self, riddle: Riddle, stage: str, **extra: Any) -> Job:
+        return Job(riddle, stage, self.data_dir, self.spool_root, self.timeout, **extra)
+
+
+def call(handler: NamedHandler, job: Job) -> dict[str, Any] | None:
+    """Run a handler; Python callables from outside run in a thread bounded by the timeout.
+
+    Built-ins bound their own work and commands enforce their own timeout; a foreign
+    callable that hangs is abandoned in its daemon thread so the agent can go on (and
+    when the agent stops: see `inflight`).
+    """
+    if handler.name.startswith("cmd:") or handler.fn.__module__.startswith("riddlectl."):
+        return handler(job)
+    box: dict[str, Any] = {}
+    with inflight.tracked(handler.name) as running:
+
+        def target() -> None:
+            try:
+                box["result"] = handler(job)
+            except BaseException as exc:  # handed over to the agent's thread
+                box["error"] = exc
+            finally:
+                running.woken.set()
+
+        thread = threading.Thread(target=target, name=f"handler-{handler.name}", daemon=True)
+        thread.start()
+        if not inflight.wait(running, running.woken.wait, job.timeout):
+            raise HandlerTimeout(f"{handler.name} timed out after {job.timeout:g} s")
+        if not box:  # woken by the agent stopping, not by the handler
+            raise inflight.HandlerStopped(f"{handler.name} was abandoned: the agent is stopping")
+    if "error" in box:
+        raise box["error"]
+    return box.get("result")
+
+
+def _answer(result: Any, handler: NamedHandler) -> dict[str, Any]:
+    if result is None:
+        return {}
+    if not isinstance(result, dict):
+        raise HandlerFailed(f"{handler.name} returned {type(result).__name__}, not a dict")
+    return result
+
+
+# -- extract --------------------------------------------------------------------------------
+
+
+def extract(riddle: Riddle, ctx: StageContext) -> Outcome:
+    if riddle.status.extract.required:
+        for index, item in enumerate(riddle.data):
+            item.file_extracted = _extract_item(riddle, index, item, ctx)
+        riddle.status.extract.finished = True
+    return Outcome(riddle, route(riddle, "extract"))
+
+
+def _extract_item(riddle: Riddle, index: int, item: DataItem, ctx: StageContext) -> str:
+    where, field_name = riddle.id or "riddle", f"data[{index}].file_plain"
+    path, info = datafiles.resolve_stat(ctx.data_dir, item.file_plain, where, field_name)
+    handler = next((h for h in ctx.handlers if h.supports(item.type)), None)
+    if handler is None:
+        raise InvalidData(
+            f"no extractor for type {item.type!r}", where=where, field=f"data[{index}].type"
+        )
+    content: bytes | None = None
+
+    def read() -> bytes:
+        nonlocal content
+        if content is None:
+            content = datafiles.read(path, item.type, ctx.max_data_bytes, where, field_name)
+        return content
+
+    version = handler.identity()  # a changed extractor extracts again
+    key = ctx.store.file_key(info, handler.name, version)
+    if key is None:
+        key = ctx.store.key(read(), handler.name, version)
+        ctx.store.note_file_key(info, handler.name, version, key)
+
+    def make() -> dict[str, Any]:
+        job = ctx.job(riddle, "extract", item_index=index, item_path=Path(path))
+        found = _answer(call(handler, job), handler)
+        return envelope(item.file_plain, read(), handler.name, version, found)
+
+    return ctx.store.get_or_make(key, make)
+
+
+def load_extractions(riddle: Riddle, ctx: StageContext) -> list[dict[str, Any] | None]:
+    return [ctx.store.load(item.file_extracted) for item in riddle.data]
+
+
+def extract_again(riddle: Riddle, ctx: StageContext) -> Outcome | None:
+    """Send a riddle back to extract when extractions it names were dropped from the cache
+    (`riddlectl cache clear` while it was on its way); None when nothing is missing.
+
+    Not an error and no attempt is charged: the files are extracted again, and the riddle
+    is solved again from them.
+    """
+    if not riddle.status.extract.required:
+        return None  # nothing would make them again: handlers get None, as for any gap
+    gone = [item for item in riddle.data if ctx.store.dropped(item.file_extracted)]
+    if not gone:
+        return None
+    for item in gone:
+        item.file_extracted = None
+    riddle.status.extract.finished = False
+    note = f"{len(gone)} extraction(s) dropped from the cache; extracting again"
+    return Outcome(riddle, route(riddle), "ok", error=note)
+
+
+# -- solve ----------------------------------------------------------------------------------
+
+
+def solve(riddle: Riddle, ctx: StageContext) -> Outcome:
+    if not riddle.status.solve.required:
+        return Outcome(riddle, route(riddle, "solve"))
+    again = extract_again(riddle, ctx)
+    if again is not None:
+        return again
+    job = ctx.job(riddle, "solve", extractions=load_extractions(riddle, ctx))
+    declined: list[str] = []
+    for handler in ctx.handlers:
+        answer = _answer(call(handler, job), handler)
+        if answer.get("sub_riddles"):
+            outcome = _spawn(riddle, answer["sub_riddles"], handler)
+            outcome.declined = declined
+            return outcome
+        if answer.get("solution") is not None:
+            riddle.solution = _solution(answer, handler)
+            riddle.status.solve.finished = True
+            return Outcome(riddle, route(riddle, "solve"), declined=declined)
+        declined.append(handler.name)
+    raise NobodyAnswered(declined)
+
+
+def _solution(answer: dict[str, Any], handler: NamedHandler) -> Solution:
+    fields = {k: v for k, v in answer.items() if k not in ("accepted", "review")}
+    try:
+        return Solution.model_validate(fields)
+    except ValueError as exc:
+        raise HandlerFailed(f"{handler.name} answered an invalid solution: {exc}") from None
+
+
+def _spawn(parent: Riddle, specs: Any, handler: NamedHandler) -> Outcome:
+    if not isinstance(specs, list):
+        raise HandlerFailed(f"{handler.name}: sub_riddles must be a list")
+    children = []
+    # Ids go on from those of earlier attempts (see `retired_sub_ids`): an id once used
+    # stays taken by the riddle that had it.
+    first = len(parent.extensions().get("retired_sub_ids") or []) + len(parent.sub_ids) + 1
+    for offset, spec in enumerate(specs):
+        if not isinstance(spec, dict):
+            raise HandlerFailed(f"{handler.name}: each sub-riddle must be an object")
+        child_id = sub_id(parent.id or "", first + offset)
+        body = {"status": {"validate": {"required": False}}, "priority": parent.priority, **spec}
+        try:
+            child = Riddle.model_validate({**body, "id": child_id, "parent_id": parent.id})
+        except ValueError as exc:
+            raise HandlerFailed(f"{handler.name}: invalid sub-riddle: {exc}") from None
+        children.append(child)
+    parent.sub_ids = [*parent.sub_ids, *(c.id or "" for c in children)]
+    parent.sub_results = None
+    return Outcome(parent, Queue.WAITING, "ok", children=children)
+
+
+# -- validate -------------------------------------------------------------------------------
+
+
+def validate(riddle: Riddle, ctx: StageContext) -> Outcome:
+    if not riddle.status.validate_.required:
+        return Outcome(riddle, route(riddle, "validate"))
+    if riddle.solution is None:
+        raise HandlerRefused("there is no solution to validate")
+    again = extract_again(riddle, ctx)
+    if again is not None:
+        return again
+    job = ctx.job(riddle, "validate", extractions=load_extractions(riddle, ctx))
+    reviews = []
+    accepted = True
+    for handler in ctx.handlers:
+        verdict = _answer(call(handler, job), handler)
+        if "accept" not in verdict:
+            raise HandlerFailed(f"{handler.name} gave no verdict (expected {{'accept', 'review'}})")
+        if verdict.get("review"):
+            reviews.append(str(verdict["review"]))
+        if not verdict["accept"]:
+            accepted = False
+            reviews = [str(verdict.get("review") or f"rejected by {handler.name}")]
+            break
+    riddle.solution.accepted = accepted
+    riddle.solution.review = "; ".join(reviews) or None
+    riddle.status.validate_.finished = True
+    return Outcome(riddle, Queue.VALIDATED, "accepted" if accepted else "rejected")
+
+
+# -- manage ---------------------------------------------------------------------------------
+
+
+def manage(riddle: Riddle, ctx: StageContext) -> Outcome:
+    solution = riddle.solution
+    if solution is not None and (solution.accepted or not riddle.status.validate_.required):
+        return Outcome(riddle, Queue.DONE, "accepted")
+    if solution is None:
+        raise HandlerRefused("there is no solution to manage")
+    return repose(riddle, solution, ctx.max_trials)
+
+
+def repose(riddle: Riddle, rejected: Solution, max_trials: int) -> Outcome:
+    """Pose a rejected riddle again (trial + 1), or fail it when its trials are used up."""
+    riddle.riddle.solutions_before = [*riddle.riddle.solutions_before, rejected]
+    riddle.solution = None
+    riddle.status.trial += 1
+    riddle.status.solve.finished = False
+    riddle.status.validate_.finished = False
+    if riddle.status.trial >= max_trials:
+        review = rejected.review or "no review"
+        error = (
+            f"rejected {riddle.status.trial} times (max_trials {max_trials}); last review: {review}"
+        )
+        return Outcome(riddle, Queue.FAILED, "failed", error)
+    return Outcome(riddle, route(riddle, "extract"), "rejected")
+
+
+STAGE_FUNCTIONS = {"extract": extract, "solve": solve, "validate": validate, "manage": manage}

@@ -1,0 +1,228 @@
+"""The spool contract: what the pipeline needs from storage, and nothing more.
+
+Queue semantics (routing, retries, trials) live in the agents; a spool only stores
+documents in named queues and hands out exclusive claims on them. `FsSpool` is the
+filesystem implementation, `MemorySpool` its in-memory twin for fast tests; both are
+held to one contract test suite (tests/contract). A later PostgreSQL spool slots in
+behind the same methods.
+"""
+
+from __future__ import annotations
+
+import abc
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from riddlectl.document.codec import Limits
+from riddlectl.document.model import ID_RE, Riddle
+from riddlectl.errors import DocumentTooLarge, DuplicateId, UnknownRiddle
+from riddlectl.spool.states import Queue
+
+# Claims abandoned in a row (their agent died holding them) before the riddle is poison.
+DEFAULT_MAX_ABANDONED = 5
+# Seconds `claim_id` waits for a riddle's holder before it says so (`Spool.on_wait`).
+WAIT_NOTICE = 0.5
+
+
+@dataclass
+class Claim:
+    """An exclusive hold on one riddle in one queue, until committed or released."""
+
+    riddle: Riddle
+    queue: Queue
+    abandoned: int = 0  # claims of this riddle whose agent died before finishing, in a row
+    token: Any = field(default=None, repr=False)  # the backend's lock handle
+    open: bool = True  # until committed, released or deleted
+    # Its commit is stored whatever its size: set for the failure of a document stored
+    # before the size limit was lowered, which may not fit under the new one.
+    unbounded: bool = False
+
+
+@dataclass(frozen=True)
+class Corrupt:
+    """A file in an inbox that could not be read as a riddle."""
+
+    name: str
+    reason: str
+
+
+class Spool(abc.ABC):
+    """Storage of riddle documents in queues, with exclusive claims.
+
+    Invariants every implementation keeps: an id is in exactly one queue once any
+    interrupted commit is resolved (the copy with the higher `rev` wins); `rev` grows by
+    one on every commit; a claim's holder dying releases the claim.
+    """
+
+    # Riddles the last `claim` skipped because another agent held them (0 where claims
+    # never contend across processes): the agent loop looks again soon when it is not 0.
+    contended: int = 0
+    # Called with the id, once per `claim_id`, when that claim has waited `WAIT_NOTICE` s
+    # for the riddle's holder: how a command tells its user why it is silent.
+    on_wait: Callable[[str], None] | None = None
+    # Document sizes: the spool reads documents up to `limits.readable` and sets drop-ins
+    # over `limits.new_riddle` aside; the pipeline keeps what it commits within them.
+    limits: Limits = Limits()
+
+    @abc.abstractmethod
+    def init(self) -> None:
+        """Create the layout; idempotent."""
+
+    @abc.abstractmethod
+    def add(self, riddles: Iterable[Riddle], queue: Queue | None = None) -> None:
+        """Store new riddles, each in `queue` or the queue its routing names.
+
+        Refuses with `DuplicateId` (storing none) when any id is already in the spool.
+        """
+
+    @abc.abstractmethod
+    def claim(self, queue: Queue, limit: int = 1, now: float | None = None) -> list[Claim]:
+        """Claim up to `limit` due riddles of `queue`: highest priority, then oldest.
+
+        Riddles held by another claim or whose `retry_at` lies after `now` are skipped;
+        an empty queue gives an empty list.
+        """
+
+    @abc.abstractmethod
+    def claim_id(self, riddle_id: str, wait: float = 5.0) -> Claim:
+        """Claim one riddle wherever it is, waiting up to `wait` s for its current holder
+        (calling `on_wait` once past `WAIT_NOTICE` s).
+
+        `UnknownRiddle` when no queue has it; `TimeoutError` when it stays claimed. An
+        unknown id leaves nothing behind.
+        """
+
+    @abc.abstractmethod
+    def commit(self, claim: Claim, riddle: Riddle, to: Queue) -> Riddle:
+        """Atomically store `riddle` in `to` (rev + 1), remove it from the claim's queue,
+        and release the claim. Returns the stored document."""
+
+    def commit_many(self, moves: Sequence[tuple[Claim, Riddle, Queue]]) -> list[Riddle]:
+        """`commit` each (claim, riddle, to), as one group where the spool can (one flush
+        of the disk for all). On an error, the claims not yet committed stay open.
+
+        `DocumentTooLarge` (with the sizes, storing none) when a document would be larger
+        than `limit_for` its destination, unless its claim is `unbounded`."""
+        return [self.commit(claim, riddle, to) for claim, riddle, to in moves]
+
+    def limit_for(self, to: Queue) -> int:
+        """How large a document may be stored in `to`: the whole limit in `failed/`;
+        elsewhere less the room its failure may need (see `Limits`)."""
+        return self.limits.document if to is Queue.FAILED else self.limits.on_its_way
+
+    def refuse_oversize(self, sized: Iterable[tuple[Claim, Riddle, Queue, int]]) -> None:
+        """`DocumentTooLarge` if any (claim, riddle, to, size in bytes) is over its limit."""
+        over = {
+            riddle.id or "": size
+            for claim, riddle, to, size in sized
+            if size > self.limit_for(to) and not claim.unbounded
+        }
+        if over:
+            raise DocumentTooLarge(
+                f"over the size limit: {', '.join(over)}", where="commit", sizes=over
+            )
+
+    def begin(self, claim: Claim) -> None:  # noqa: B027 - optional hook, no-op by default
+        """Mark a claimed riddle as being handled: if the holder dies before committing or
+        releasing, the next claim counts one abandoned claim (poison detection)."""
+
+    def handled(self, claim: Claim) -> None:  # noqa: B027 - optional hook, no-op by default
+        """Mark the handling of a claimed riddle as over, its commit still to come: the
+        holder dying now is not the riddle's fault (see `begin`)."""
+
+    @abc.abstractmethod
+    def reread(self, claim: Claim) -> Riddle:
+        """The claimed riddle's document as stored, whatever its holder did meanwhile to
+        `claim.riddle`: what a step that cannot be committed falls back to."""
+
+    @abc.abstractmethod
+    def release(self, claim: Claim) -> None:
+        """Give a claim back without changing the document."""
+
+    @abc.abstractmethod
+    def find(self, riddle_id: str) -> tuple[Queue, Riddle] | None:
+        """Where a riddle is and what it holds; None when unknown."""
+
+    @abc.abstractmethod
+    def ids(self, queue: Queue) -> list[str]:
+        """The ids in one queue, in no particular order."""
+
+    @abc.abstractmethod
+    def read(self, queue: Queue, riddle_id: str) -> Riddle | None:
+        """One document from one queue, None when it is not there."""
+
+    @abc.abstractmethod
+    def delete(self, claim: Claim) -> None:
+        """Remove a claimed riddle from the spool for good (purge)."""
+
+    def counts(self) -> dict[Queue, int]:
+        return {queue: len(self.ids(queue)) for queue in Queue}
+
+    def corrupt_files(self) -> list[Corrupt]:
+        """Files set aside as unreadable, with their reasons."""
+        return []
+
+    def recent(self, limit: int, queues: Iterable[Queue] = tuple(Queue)) -> list[tuple[Queue, str]]:
+        """The `limit` most recently changed riddles of `queues`, newest first."""
+        found = [(r.updated or 0.0, q, r.id or "") for q in queues for r in self.iter_queue(q)]
+        found.sort(reverse=True)
+        return [(q, riddle_id) for _, q, riddle_id in found[:limit]]
+
+    def holds(self, queue: Queue, riddle_id: str) -> bool:
+        """Whether `queue` holds the riddle, as cheaply as the spool can tell."""
+        return riddle_id in self.ids(queue)
+
+    def iter_queue(self, queue: Queue) -> Iterator[Riddle]:
+        for riddle_id in self.ids(queue):
+            riddle = self.read(queue, riddle_id)
+            if riddle is not None:
+                yield riddle
+
+    def require(self, riddle_id: str) -> tuple[Queue, Riddle]:
+        found = self.find(riddle_id)
+        if found is None:
+            raise unknown(riddle_id)
+        return found
+
+    def refuse_duplicates(self, riddles: Iterable[Riddle]) -> None:
+        seen: set[str] = set()
+        for riddle in riddles:
+            assert riddle.id is not None
+            if riddle.id in seen or self.find(riddle.id) is not None:
+                raise DuplicateId("id already in the spool", where=riddle.id, field="id")
+            seen.add(riddle.id)
+
+
+def unknown(riddle_id: str) -> UnknownRiddle:
+    """The error for an id the spool does not hold; one that is not even a valid id is
+    shown quoted and escaped, so that it stays one bounded line."""
+    if ID_RE.fullmatch(riddle_id):
+        return UnknownRiddle("no such riddle in the spool", where=riddle_id)
+    return UnknownRiddle(
+        "no such riddle in the spool (not a valid riddle id)", where=repr(riddle_id[:60])
+    )
+
+
+def busy(riddle_id: str, wait: float) -> TimeoutError:
+    return TimeoutError(f"{riddle_id}: still handled by an agent after {wait:g} s")
+
+
+def stamp(riddle: Riddle, now: float | None = None) -> Riddle:
+    """A copy of `riddle` with `rev` + 1 and `updated` set, as every commit stores it."""
+    now = time.time() if now is None else now
+    update: dict[str, Any] = {"rev": riddle.rev + 1, "updated": now}
+    if riddle.created is None:
+        update["created"] = now
+    return riddle.model_copy(update=update)
+
+
+def order_key(riddle: Riddle) -> tuple[int, float, str]:
+    """Fairness (SPEC §6): higher priority first, then oldest, then by id."""
+    return (-riddle.priority, riddle.created or 0.0, riddle.id or "")
+
+
+def retry_at(riddle: Riddle) -> float:
+    value = riddle.extensions().get("retry_at")
+    return float(value) if isinstance(value, int | float) else 0.0

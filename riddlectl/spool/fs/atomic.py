@@ -1,0 +1,249 @@
+"""Atomic, durable file writes: temp file, flush, fsync, rename, fsync the directory.
+
+A reader sees the old file or the new one, never a part of either; after `write` returns
+(with `durable=True`) the new file survives a power cut.
+
+Creating a file is the dearest step on some filesystems (measured here: 25 µs in one
+directory tree, 570 µs in another on the same disk, against 5 µs to open an existing
+one). So a document a commit consumes is not simply unlinked but `recycle`d: linked into
+the temp directory first, where the next `write` of this process overwrites and reuses it. Temp
+names carry host and pid, so the spares of a dead process are swept like any leftover; a
+process removes its own when it exits. Only a file with no other name is reused: writing
+into one that is also linked elsewhere (a drop-in made with `ln`) would change that file.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import ctypes
+import itertools
+import os
+import stat
+import sys
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+
+from riddlectl.identity import hostname
+from riddlectl.spool.crashpoints import reach
+
+SPARES_KEPT = 32  # recycled files kept per temp directory and process
+
+_counter = itertools.count()
+_spares: dict[str, list[str]] = {}
+_spares_lock = threading.Lock()
+_spares_pid = os.getpid()
+_discarding_at_exit = False
+
+
+def tmp_name(dest_name: str) -> str:
+    """`NAME.HOST.PID.N.tmp`: whose it is, so a dead writer's leftovers can be swept."""
+    host = hostname().replace(".", "_")
+    return f"{dest_name}.{host}.{os.getpid()}.{next(_counter)}.tmp"
+
+
+def tmp_owner(name: str) -> tuple[str, int] | None:
+    """(host, pid) of a temp file named by `tmp_name`; None for other names."""
+    parts = name.removesuffix(".tmp").rsplit(".", 3)
+    if not name.endswith(".tmp") or len(parts) != 4 or not parts[2].isdigit():
+        return None
+    return parts[1].replace("_", "."), int(parts[2])
+
+
+def _nothing(point: str) -> None:
+    pass
+
+
+def fsync_dir(directory: Path | str) -> None:
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _pool(tmp_dir: str) -> list[str]:
+    global _spares, _spares_pid
+    if _spares_pid != os.getpid():  # a forked child must not reuse its parent's files
+        _spares, _spares_pid = {}, os.getpid()
+    return _spares.setdefault(tmp_dir, [])
+
+
+def _take_spare(tmp_dir: str) -> str | None:
+    with _spares_lock:
+        pool = _pool(tmp_dir)
+        return pool.pop() if pool else None
+
+
+def recycle(path: Path | str, tmp_dir: Path | str) -> None:
+    """Remove `path` from its directory by moving it into `tmp_dir` for reuse.
+
+    Equivalent to an unlink for every reader of `path`'s directory; a missing file is
+    fine (already gone).
+    """
+    tmp_dir = str(tmp_dir)
+    spare = os.path.join(tmp_dir, tmp_name("spare"))
+    with _spares_lock:
+        full = len(_pool(tmp_dir)) >= SPARES_KEPT
+    try:
+        if not full:
+            # link + unlink rather than rename: a rename out of an inbox is an inotify
+            # IN_MOVED_FROM, which watchdog holds back for 0.5 s to pair it, delaying every
+            # event behind it; an unlink is delivered at once.
+            with contextlib.suppress(OSError):
+                os.link(path, spare, follow_symlinks=False)
+        os.unlink(path)
+    except FileNotFoundError:
+        return
+    if full or not _only_name(spare):
+        return
+    with _spares_lock:
+        _pool(tmp_dir).append(spare)
+    _discard_at_exit()
+
+
+def _only_name(spare: str) -> bool:
+    """Whether `spare` is a regular file linked nowhere else, so fit for reuse; removes it
+    otherwise."""
+    try:
+        info = os.lstat(spare)
+    except FileNotFoundError:
+        return False
+    if stat.S_ISREG(info.st_mode) and info.st_nlink == 1:
+        return True
+    _unlink(spare)
+    return False
+
+
+def _discard_at_exit() -> None:
+    """Have this process's spares removed when it exits, so that a command leaves none."""
+    global _discarding_at_exit
+    if not _discarding_at_exit:
+        _discarding_at_exit = True
+        atexit.register(discard_spares)
+
+
+def discard_spares() -> None:
+    """Remove this process's recycled files (an agent does this when it stops)."""
+    with _spares_lock:
+        pools = list(_pool(d) for d in list(_spares))
+        for pool in pools:
+            while pool:
+                _unlink(pool.pop())
+
+
+def write(
+    dest: Path | str,
+    data: bytes,
+    tmp_dir: Path | str,
+    *,
+    durable: bool = True,
+    checkpoints: bool = False,
+) -> None:
+    """Write `data` to `dest` atomically, staging it in `tmp_dir` (same filesystem).
+
+    `checkpoints` marks the writes the crash tests stop at (riddle commits).
+    """
+    write_many([(dest, data)], tmp_dir, durable=durable, checkpoints=checkpoints)
+
+
+def write_many(
+    files: Sequence[tuple[Path | str, bytes]],
+    tmp_dir: Path | str,
+    *,
+    durable: bool = True,
+    checkpoints: bool = False,
+) -> None:
+    """Write several files atomically as one group commit.
+
+    Each file is atomic on its own (a reader sees it old or new); the group shares the
+    flushes: every temp file is written, all are flushed together, then each is renamed
+    and each destination directory is flushed once. Eight files cost about what two
+    cost written one by one. If anything fails before the renames, nothing is renamed.
+    """
+    sync_dirs(publish(files, tmp_dir, durable=durable, checkpoints=checkpoints))
+
+
+def sync_dirs(directories: Iterable[str]) -> None:
+    """Flush directories `publish` renamed files into: the renames are durable after."""
+    for directory in directories:
+        fsync_dir(directory)
+
+
+def publish(
+    files: Sequence[tuple[Path | str, bytes]],
+    tmp_dir: Path | str,
+    *,
+    durable: bool = True,
+    checkpoints: bool = False,
+) -> list[str]:
+    """`write_many` up to the renames: the files are flushed and in place, their
+    directories not yet; returns those directories, for `sync_dirs` (none when not
+    durable). A spool uses the gap to let go of its locks before the last flush."""
+    check = reach if checkpoints else _nothing
+    tmp_dir = str(tmp_dir)
+    staged: list[tuple[int, str, str]] = []  # (fd, temp path, destination)
+    try:
+        for dest, data in files:
+            dest = str(dest)
+            tmp = _take_spare(tmp_dir) or os.path.join(tmp_dir, tmp_name(os.path.basename(dest)))
+            # No O_TRUNC: truncating a spare's blocks cost 300 µs here, overwriting them 16 µs.
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+            staged.append((fd, tmp, dest))
+            written = 0
+            while written < len(data):
+                written += os.pwrite(fd, data[written:], written)
+            os.ftruncate(fd, len(data))  # drops what is left of the spare's old content
+        check("temp-written")
+        if durable:
+            _flush([fd for fd, _, _ in staged])
+        check("flushed")
+    except BaseException:
+        for fd, tmp, _ in staged:
+            os.close(fd)
+            _unlink(tmp)
+        raise
+    for fd, _, _ in staged:
+        os.close(fd)
+    for index, (_, tmp, dest) in enumerate(staged):
+        try:
+            os.rename(tmp, dest)
+        except BaseException:
+            for _, left, _ in staged[index:]:
+                _unlink(left)
+            raise
+    check("renamed")
+    if not durable:
+        return []
+    return list(dict.fromkeys(os.path.dirname(dest) or "." for _, _, dest in staged))
+
+
+def _flush(fds: list[int]) -> None:
+    """Make the content of every file in `fds` durable, in as few disk flushes as can be.
+
+    One file: `fsync`. Several: `syncfs` once, which on Linux waits for the writes like an
+    `fsync` of every file of the filesystem (syncfs(2)), and costs about one `fsync`
+    rather than one per file; elsewhere, one `fsync` each.
+    """
+    if len(fds) > 1 and _syncfs is not None and _syncfs(fds[0]) == 0:
+        return
+    for fd in fds:
+        os.fsync(fd)
+
+
+def _load_syncfs() -> Callable[[int], int] | None:
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        return ctypes.CDLL(None, use_errno=True).syncfs  # type: ignore[no-any-return]
+    except (OSError, AttributeError):
+        return None
+
+
+_syncfs = _load_syncfs()
+
+
+def _unlink(path: str) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
