@@ -214,7 +214,7 @@ def test_given_back_riddles_are_handled_by_the_next_agent(
 def test_an_agent_with_nothing_running_stops_at_once_and_says_nothing(cli: Cli) -> None:
     agent = cli.popen("agent", "solve")
     deadline = time.monotonic() + 30
-    while not (cli.spool / "tmp").is_dir():  # made after the signal handlers are set
+    while not _catches_sigterm(agent.pid):  # a SIGTERM before that would just kill it
         assert time.monotonic() < deadline
         time.sleep(0.02)
     agent.send_signal(signal.SIGTERM)
@@ -222,3 +222,11 @@ def test_an_agent_with_nothing_running_stops_at_once_and_says_nothing(cli: Cli) 
     _, err = agent.communicate(timeout=30)
     assert (agent.returncode, err) == (0, b"")
     assert time.monotonic() - sent < 2
+
+
+def _catches_sigterm(pid: int) -> bool:
+    """Whether process `pid` has a handler for SIGTERM installed (its SigCgt mask)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("SigCgt:"):
+            return bool(int(line.split()[1], 16) & (1 << (signal.SIGTERM - 1)))
+    return False
