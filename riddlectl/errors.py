@@ -10,7 +10,7 @@ from enum import IntEnum
 
 
 class ExitCode(IntEnum):
-    """Exit codes of SPEC §4."""
+    """The exit codes of every command (docs/reference.md#exit-codes)."""
 
     OK = 0
     FAILED = 1

@@ -107,7 +107,7 @@ def helpers() -> Path:
 
 
 def example_doc(**overrides: object) -> dict[str, object]:
-    """The seed example of SPEC §2 (x * y over x.txt, y.txt, z.txt)."""
+    """The seed example of the README's quick start (x * y over x.txt, y.txt, z.txt)."""
     doc: dict[str, object] = {
         "riddle": {"context": "[Taschenrechner]", "question": "x * y ="},
         "data": [{"type": "text", "file_plain": f"example/{n}.txt"} for n in "xyz"],

@@ -493,7 +493,7 @@ def run_bench(options: BenchOptions) -> dict[str, Any]:
 
 
 def judge(out: dict[str, Any], options: BenchOptions) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Ratios against the reference, and each target of issue 6 with whether it holds."""
+    """Ratios against the reference, and each target (docs/performance.md) and whether it holds."""
     ref = out["reference"]
     mode = ref["fsync" if options.fsync else "no_fsync"]
     tput = out["throughput"]["per_s"] / mode["riddles_per_s"] if out["throughput"] else None

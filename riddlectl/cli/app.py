@@ -1,7 +1,8 @@
 """The command line: a thin typer layer over the library.
 
 Each command parses its options, resolves the settings once, calls one library function,
-renders the result for people (or as JSON), and maps errors to the exit codes of SPEC §4.
+renders the result for people (or as JSON), and maps errors to the exit codes of
+docs/reference.md#exit-codes.
 """
 
 from __future__ import annotations

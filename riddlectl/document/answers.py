@@ -1,4 +1,6 @@
-"""Typed answers (SPEC §2.2): parse a ``riddle.answer`` spec, check a solution against it.
+"""Typed answers: parse a ``riddle.answer`` spec, check a solution against it.
+
+The forms are described in docs/reference.md#typed-answers.
 
 :func:`parse_answer_spec` turns the JSON object into one of :class:`FillSpec`,
 :class:`NoulSpec`, :class:`ChoiceSpec`, :class:`ScoreSpec`, :class:`ExtractSpec`

@@ -2,7 +2,8 @@
 
 All parsing goes through orjson (which refuses nesting deeper than 1024 levels) after a
 size check, so a hostile document costs bounded time and memory. The first request
-format (SPEC §2.1) is converted to the canonical one before validation.
+format (docs/reference.md#the-first-request-format) is converted to the canonical one
+before validation.
 """
 
 from __future__ import annotations
@@ -179,7 +180,7 @@ def _json_lines(text: bytes, where: str, limit: int) -> list[tuple[str, Any]]:
 
 
 def is_legacy(obj: dict[str, Any]) -> bool:
-    """True for the first design's request shape (SPEC §2.1)."""
+    """True for the first design's request shape (docs/reference.md#the-first-request-format)."""
     spec = obj.get("riddle")
     legacy_spec = isinstance(spec, dict) and ("solution_before" in spec or "review_before" in spec)
     data = obj.get("data")

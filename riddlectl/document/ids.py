@@ -51,5 +51,5 @@ def check_id(value: str, where: str) -> str:
 
 
 def sub_id(parent: str, number: int) -> str:
-    """The id of a parent's `number`-th sub-riddle (1-based), as SPEC §2 prescribes."""
+    """The id of a parent's `number`-th sub-riddle (1-based): `xyz-1`, `xyz-2`, …"""
     return f"{parent}-{number}"

@@ -1,4 +1,4 @@
-"""The riddle document (SPEC §2) as pydantic models.
+"""The riddle document (docs/reference.md#the-riddle-document) as pydantic models.
 
 Every model keeps unknown fields (`extra="allow"`), so a document round-trips through
 any stage unchanged except for what that stage sets. Documents are read and written
@@ -90,7 +90,7 @@ class Riddle(_Open):
     data: list[DataItem] = Field(default_factory=list)
     status: Status = Field(default_factory=Status)
     contacts: int = Field(default=0, ge=0)
-    # Extensions (SPEC §2): all optional, kept through every stage.
+    # Fields riddlectl adds (docs/reference.md#fields-riddlectl-adds): all optional, kept.
     parent_id: str | None = None
     priority: int = 0
     history: list[dict[str, Any]] = Field(default_factory=list)
@@ -124,7 +124,7 @@ class Riddle(_Open):
     def to_json(self) -> dict[str, Any]:
         doc = self.model_dump(mode="json", by_alias=True)
         if doc["riddle"].get("answer") is None:
-            doc["riddle"].pop("answer", None)  # keep the canonical shape of SPEC §2
+            doc["riddle"].pop("answer", None)  # keep the canonical shape
         return doc
 
 

@@ -1,8 +1,8 @@
 """Exact numbers: parsing digit strings and number words, and canonical formatting.
 
 Every value is a :class:`fractions.Fraction`, so ``1/3`` stays ``1/3`` and ``0.1 + 0.2``
-is exactly ``0.3``.  The canonical text form (SPEC §2) is produced by
-:func:`format_number`: ``150``, ``1.5``, ``-0.25``, ``1/3``.
+is exactly ``0.3``.  The canonical text form is produced by :func:`format_number`:
+``150``, ``1.5``, ``-0.25``, ``1/3`` (docs/reference.md#numbers-in-solutions).
 
 Separator rule of :func:`parse_number` (``decimal_comma`` says which mark a lone
 separator most likely is, e.g. True for German text):

@@ -12,13 +12,13 @@ any other exception is an error that is retried. An extract handler may carry a 
 attribute (the data types it supports; all when absent).
 
 Names: a built-in (`text`, `calculator`, `gatekeeper`), an entry point in the group
-`riddlectl.handlers.registry`, `module:attr`, or `cmd:COMMAND` for an external command.
+`riddlectl.handlers`, `module:attr`, or `cmd:COMMAND` for an external command.
 
 A handler's identity (`NamedHandler.identity`) keys the extraction cache, so that changing
 what a handler runs extracts files again: a built-in's version (for `text`, with a digest
 of the modules doing the work); a Python callable's
 `version` attribute, or else the SHA-256 of its module's file; for a command, its command
-line and the content of the files it runs (see `external`).
+line and the content of the files it runs (see `handlers.command`).
 """
 
 from __future__ import annotations

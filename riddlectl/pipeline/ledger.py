@@ -501,7 +501,7 @@ def event_committed(spool: Spool, event: dict[str, Any]) -> bool:
 
 
 def is_solved(riddle: Riddle) -> bool:
-    """SPEC §2: a solution that was accepted or needed no validation."""
+    """`status.solved`: a solution that was accepted or needed no validation."""
     solution = riddle.solution
     if solution is None:
         return False

@@ -219,7 +219,7 @@ def stamp(riddle: Riddle, now: float | None = None) -> Riddle:
 
 
 def order_key(riddle: Riddle) -> tuple[int, float, str]:
-    """Fairness (SPEC §6): higher priority first, then oldest, then by id."""
+    """Fairness (docs/guarantees.md#fair): higher priority first, then oldest, then by id."""
     return (-riddle.priority, riddle.created or 0.0, riddle.id or "")
 
 

@@ -1,4 +1,4 @@
-"""The Foundation issue's must-shows, through the installed command, on a real spool."""
+"""The pipeline's promises, through the installed command, on a real spool."""
 
 from __future__ import annotations
 

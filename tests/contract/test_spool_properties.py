@@ -1,9 +1,9 @@
-"""Property tests of the spool contract (issue 5, item 7), on every spool.
+"""Property tests of the spool contract, on every spool.
 
 Random sequences of submit, claim, commit, fail, release, retry and delete, and on the
 filesystem spool two kinds of crash (an agent dying while it holds a claim, and dying
 between writing a riddle's new copy and removing its old one), keep the contract of
-riddlectl/spool.py:
+riddlectl/spool/contract.py:
 
 - every submitted id is found, in the queue the model says, with the highest `rev`
   (a duplicate left by a crash is resolved by the next claim of that id; until then
@@ -49,7 +49,8 @@ STEP_NAMES = ("extract", "solve", "validate")
 
 
 def first_queue(required: dict[str, bool]) -> Queue:
-    """SPEC §3: a riddle goes to the inbox of its first required step, else to done/."""
+    """A riddle goes to the inbox of its first required step, else to done/
+    (docs/reference.md#the-spool)."""
     inbox = {"extract": Queue.INCOMING, "solve": Queue.EXTRACTED, "validate": Queue.SOLVED}
     for step in STEP_NAMES:
         if required[step]:

@@ -100,8 +100,9 @@ def test_a_changed_python_module_extracts_again_unless_it_names_its_version(
 
 
 def test_cache_files_are_named_by_content_and_extractor(cli: Cli, data_dir: Path) -> None:
-    # As the README says: cache/extractions/<sha256 of the file>.<extractor key>.json,
-    # the extractor's name and version inside.
+    # As docs/handlers.md#extractions-and-the-cache says:
+    # cache/extractions/<sha256 of the file>.<extractor key>.json, the extractor's name and
+    # version inside.
     assert solve_x_plus_one(cli, "text") == "11"
     (path,) = cache_files(cli)
     digest = hashlib.sha256((data_dir / "example" / "x.txt").read_bytes()).hexdigest()

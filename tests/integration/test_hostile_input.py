@@ -1,4 +1,4 @@
-"""Hostile input (issue 5, item 5): every bad document or data file gets one clear error.
+"""Hostile input: every bad document or data file gets one clear error.
 
 At submit: exit 2, one stderr line naming the file and the field, no traceback, nothing
 written. As a drop-in (a file copied into `spool/incoming/`, then `run --once`): a move to
@@ -593,7 +593,7 @@ def test_result_too_long_to_print_fails_at_once_or_is_written(cli: Cli, spool_di
     assert "Traceback" not in run.err
     assert_good_done(spool_dir)
     done = spool_dir / "done" / "wide.json"
-    if done.exists():  # written exactly, as SPEC §2 says numbers are
+    if done.exists():  # written exactly (docs/reference.md#numbers-in-solutions)
         solution = read_doc(done)["solution"]["solution"]
         assert len(solution) == 6_021 and solution.startswith("39802768")
         return

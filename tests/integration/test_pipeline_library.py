@@ -1,4 +1,4 @@
-"""The pipeline through the library API: the same must-shows as the CLI tests, in-process."""
+"""The pipeline through the library API: the same promises as the CLI tests, in-process."""
 
 from __future__ import annotations
 

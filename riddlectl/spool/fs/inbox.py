@@ -29,7 +29,8 @@ UNREADABLE = 2**62  # the priority of a file whose header cannot be read: it goe
 
 
 def ignored(name: str) -> bool:
-    """Names other programs use while writing: never read as riddles (SPEC §3)."""
+    """Names other programs use while writing: never read as riddles
+    (docs/reference.md#drop-ins)."""
     return name.startswith(".") or name.endswith(".tmp")
 
 
