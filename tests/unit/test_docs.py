@@ -148,4 +148,5 @@ def test_slugs_follow_github() -> None:
     assert slug("Exit codes") == "exit-codes"
     assert slug("What `riddlectl bench` measures") == "what-riddlectl-bench-measures"
     assert slug("Bad input is refused, never half-taken") == "bad-input-is-refused-never-half-taken"
-    assert slug("`riddlectl hold` and `riddlectl release`") == "riddlectl-hold-and-riddlectl-release"
+    heading = "`riddlectl hold` and `riddlectl release`"
+    assert slug(heading) == "riddlectl-hold-and-riddlectl-release"
