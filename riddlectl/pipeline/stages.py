@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import Any
 
 from riddlectl import inflight
+from riddlectl.document import datafiles
 from riddlectl.document.ids import sub_id
 from riddlectl.document.model import DataItem, Riddle, Solution
 from riddlectl.errors import HandlerFailed, HandlerRefused, HandlerTimeout, InvalidData
-from riddlectl.handlers.registry import Job, NamedHandler
-from riddlectl.pipeline import datafiles
+from riddlectl.handlers.base import Job, NamedHandler
 from riddlectl.spool.extractions import ExtractionCache, envelope
 from riddlectl.spool.states import Queue, route
 
