@@ -69,4 +69,6 @@ def spool_error(exc: OSError, root: Path) -> SpoolUnusable:
 
 
 def _no_password(url: str) -> str:
-    return re.sub(r"^([^:]+:/+[^/:@]*):[^/@]*@", r"\1:…@", url)
+    """The URL as given (two slashes again), without the password it may hold."""
+    url = re.sub(r"^([^:/]+):/(?!/)", r"\1://", url)
+    return re.sub(r"^([^:/]+://[^/:@]*):[^/@]*@", r"\1:…@", url)
