@@ -11,9 +11,7 @@ from dataclasses import dataclass, field
 from riddlectl import runtime
 from riddlectl.agent.worker import Worker, run_workers
 from riddlectl.identity import Actor
-from riddlectl.ops import doctor
 from riddlectl.settings import Settings
-from riddlectl.spool.fs import atomic
 from riddlectl.spool.states import INBOX, STAGES, Queue
 
 
@@ -67,40 +65,39 @@ def run(
     summary = RunSummary(keep_ids=once)
     started = time.monotonic()
     actor = Actor(f"{name}:{'+'.join(stages)}")
+    spool = runtime.open_spool(settings, actor)
     contexts = {
-        stage: runtime.stage_context(settings, stage) for stage in STAGES if stage in stages
+        stage: runtime.stage_context(settings, stage, spool) for stage in STAGES if stage in stages
     }
 
     def make_worker() -> Worker:
-        spool = runtime.open_spool(settings, actor)
-        pipeline = runtime.pipeline(settings, spool, actor)
+        # A spool object each: one keeps what a thread's claims need (its inbox backlogs).
+        pipeline = runtime.pipeline(settings, runtime.open_spool(settings, actor), actor)
         pipeline.on_move = lambda riddle_id, queue: _count(summary, riddle_id, queue)
         return Worker(pipeline, contexts)
 
     workers = [make_worker() for _ in range(concurrency)]
-    doctor.sweep(workers[0].pipeline.spool)  # leftovers of agents that died mid-write
-    workers[0].pipeline.recover_events()  # and the events they did not log
+    spool.recover(workers[0].pipeline.committed)  # what agents that died left behind
     # What is loaded by now (modules, schemas, handlers) lives as long as the agent: kept
     # out of the collector's passes, which walked it again and again (solve: 0.31 ->
     # 0.22 ms of CPU per riddle).
     gc.freeze()
-    watch_dirs = [workers[0].pipeline.spool.dir(INBOX[s]) for s in contexts]
     tick = (lambda: on_tick(summary)) if on_tick else None
     try:
         run_workers(
             workers,
             once=once,
             stop=stop,
-            watch_dirs=watch_dirs,
+            inboxes=[INBOX[s] for s in contexts],
             on_tick=tick,
             spare=make_worker,
             hurry=hurry,
             grace=settings.stop_grace,
         )
     finally:
-        atomic.discard_spares()
+        spool.close()
         summary.seconds = time.monotonic() - started
-        summary.held = len(workers[0].pipeline.spool.ids(Queue.HOLD))
+        summary.held = len(spool.ids(Queue.HOLD))
     return summary
 
 

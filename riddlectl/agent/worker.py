@@ -1,7 +1,7 @@
 """The agent loop: claim from an inbox, handle, commit forward; sleep until woken.
 
-watchdog events only wake the loop; the directory scan in `Spool.claim` is the truth,
-since events are duplicated, dropped under load, and fire before a file is complete. A
+Wake-ups (`Spool.watch`) only hint; what `Spool.claim` finds is the truth, since wake-ups
+are duplicated, dropped under load, and come before a file is complete. A
 `Worker` runs one or more stages in one thread; `run_workers` runs several of them (a
 `Crew`, which grows while handlers hang) and, with `once`, stops when no riddle can move
 any more. Stopping waits a grace period for the handlers still running, then kills them.
@@ -14,12 +14,10 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from riddlectl import inflight
 from riddlectl.pipeline.ledger import Pipeline
 from riddlectl.pipeline.stages import StageContext
-from riddlectl.spool.fs import wakeups
 from riddlectl.spool.states import INBOX, Queue
 
 IDLE_POLL = 1.0  # seconds between rescans when nothing wakes the loop
@@ -116,7 +114,7 @@ def run_workers(
     *,
     once: bool,
     stop: threading.Event,
-    watch_dirs: Iterable[Path] = (),
+    inboxes: Iterable[Queue] = (),
     on_tick: Callable[[], None] | None = None,
     spare: Callable[[], Worker] | None = None,
     hurry: threading.Event | None = None,
@@ -126,10 +124,11 @@ def run_workers(
 
     While handler calls hang, spare workers made by `spare` join in (see `Crew`). Once
     `stop` is set, the handler calls still running have `grace` seconds (none once `hurry`
-    is set) before they are ended and their riddles given back (see `inflight`).
+    is set) before they are ended and their riddles given back (see `inflight`). Arrivals
+    in `inboxes` wake idle workers.
     """
     wake = threading.Event()
-    watching = wakeups.watch(watch_dirs, wake)
+    watching = workers[0].pipeline.spool.watch(inboxes, wake) if workers else None
     crew = Crew(workers, spare, once=once, stop=stop, wake=wake, on_tick=on_tick)
     try:
         crew.start()

@@ -24,7 +24,7 @@ How it measures, in this order:
    (`/proc/PID/stat`) during this phase over N.
 5. Just before the agents are stopped (SIGTERM, then waited for): each agent's peak RSS
    (`VmHWM`) and current RSS (`VmRSS`) from `/proc/PID/status`.
-6. **status** (only with `status_riddles` > 0): a second spool filled directly (not
+6. **status** (only with `status_riddles` > 0): a second spool filled (dropped in, not
    timed) with that many finished riddles copied from a real done document, then the
    `riddlectl status` command (a subprocess, median of 3) and the library calls behind
    it (`report.counts` + `report.recent` + summaries) are timed.
@@ -73,10 +73,13 @@ import orjson
 
 from riddlectl import runtime
 from riddlectl.bench import reference
+from riddlectl.document import codec as documents
 from riddlectl.identity import Actor
 from riddlectl.ops import report
 from riddlectl.ops import submit as submitting
 from riddlectl.settings import ENV_VARS, resolve
+from riddlectl.spool.contract import Spool
+from riddlectl.spool.states import Queue
 
 STAGES = ("extract", "solve", "validate", "manage")
 LATENCY_POLL = 0.0005
@@ -141,9 +144,9 @@ class Bench:
 
     def final(self, riddle_id: str) -> str | None:
         """'done' or 'failed' once the riddle is there, else None (two `stat`s)."""
-        for queue in ("done", "failed"):
-            if os.path.exists(f"{self.spool}/{queue}/{riddle_id}.json"):
-                return queue
+        for queue in (Queue.DONE, Queue.FAILED):
+            if self.pipeline.spool.holds(queue, riddle_id):
+                return queue.value
         return None
 
     def payload(self) -> bytes:
@@ -153,9 +156,8 @@ class Bench:
         return orjson.dumps(riddle.to_json())
 
     def sample_done(self) -> bytes:
-        with os.scandir(self.spool / "done") as entries:
-            for entry in entries:
-                return Path(entry.path).read_bytes()
+        for riddle in self.pipeline.spool.iter_queue(Queue.DONE):
+            return documents.dumps(riddle)
         return self.payload()
 
 
@@ -392,18 +394,18 @@ def pipeline_phases(bench: Bench, root: Path, out: dict[str, Any]) -> None:
 
 def status_phase(root: Path, template: bytes, count: int, data: Path) -> dict[str, Any]:
     """Time `riddlectl status` (command and library) over a spool of `count` riddles."""
-    settings = resolve({"spool": root, "data_dir": data}, env={})
+    # Not flushed: the filling is setup, and `status` only reads.
+    settings = resolve({"spool": root, "data_dir": data}, env={ENV_VARS["fsync"]: "0"})
     spool = runtime.open_spool(settings)
     started = time.perf_counter()
-    _fill(root, orjson.loads(template), count)
+    _fill(spool, orjson.loads(template), count)
     build = time.perf_counter() - started
     argv = [*_riddlectl(), "--spool", str(root), "--data-dir", str(data), "status"]
     command = _median_time(
         lambda: subprocess.run(argv, capture_output=True, timeout=300, check=True)
     )
-    events = runtime.event_log(settings)
     library = _median_time(
-        lambda: (report.counts(spool), report.summaries(spool, report.recent(spool, events, 20)))
+        lambda: (report.counts(spool), report.summaries(spool, report.recent(spool, 20)))
     )
     return {
         "riddles": count,
@@ -413,31 +415,28 @@ def status_phase(root: Path, template: bytes, count: int, data: Path) -> dict[st
     }
 
 
-def _fill(root: Path, doc: dict[str, Any], count: int) -> None:
-    """`count` finished riddles, one in a hundred failed; plain writes (setup, not timed)."""
+def _fill(spool: Spool, doc: dict[str, Any], count: int) -> None:
+    """`count` finished riddles, one in a hundred failed, dropped in as they are (setup,
+    not timed), and the event log the pipeline would have written (`status` reads it)."""
     now = time.time() - count * 0.001
+    events = []
     for index in range(count):
-        failed = index % 100 == 99
+        to = Queue.FAILED if index % 100 == 99 else Queue.DONE
         doc.update(id=f"st{index:07d}", updated=now + index * 0.001)
-        doc["error"] = "bench: a failed riddle" if failed else None
-        path = f"{root}/{'failed' if failed else 'done'}/st{index:07d}.json"
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        os.write(fd, orjson.dumps(doc))
-        os.close(fd)
-    # The event log the pipeline would have written, as `status` reads its tail.
-    with open(root / "events.jsonl", "wb") as log:
-        for index in range(count):
-            to = "failed" if index % 100 == 99 else "done"
-            event = {
+        doc["error"] = "bench: a failed riddle" if to is Queue.FAILED else None
+        spool.drop_in(to, f"st{index:07d}.json", orjson.dumps(doc))
+        events.append(
+            {
                 "time": now + index * 0.001,
                 "id": f"st{index:07d}",
                 "stage": "manage",
                 "from": "validated",
-                "to": to,
+                "to": to.value,
                 "outcome": "accepted",
                 "rev": 5,
             }
-            log.write(orjson.dumps(event) + b"\n")
+        )
+    spool.events.append_many(events)
 
 
 def _median_time(action: Callable[[], object], reps: int = 3) -> float:

@@ -10,9 +10,9 @@ bench spool:
   directory), then unlinks the source. Riddles go through their four transitions one
   after another; the figure is riddles/s and the time of one transition.
 - `inotify_wakeup`: the time from a `rename` into a watched directory to a thread
-  waiting for it running again, woken through `wakeups.watch` (the way an idle agent is
-  woken), median over a few dozen samples with a short pause between them so each one
-  is a cold wake.
+  waiting for it running again, woken through `Spool.watch` on a spool's `incoming/`
+  (the way an idle agent is woken), median over a few dozen samples with a short pause
+  between them so each one is a cold wake.
 
 - `file_create_us`: the mean cost of creating a new file (inode) there, which on some
   filesystems outweighs fsync and explains why spools that create fewer files win.
@@ -32,7 +32,8 @@ from typing import Any
 
 import orjson
 
-from riddlectl.spool.fs import wakeups
+from riddlectl.spool import open_spool
+from riddlectl.spool.states import Queue
 
 DIRS = ("incoming", "extracted", "solved", "validated", "done")
 CREATE_SAMPLES = 200
@@ -105,11 +106,11 @@ def file_create_us(root: Path, samples: int = CREATE_SAMPLES) -> float:
 
 def inotify_wakeup(root: Path, samples: int = 50) -> dict[str, Any]:
     """Median ms from `rename` into a watched directory to a thread waiting on it running."""
-    watched, staging = root / "watched", root / "staging"
-    watched.mkdir(parents=True, exist_ok=True)
+    spool, staging = open_spool(root / "spool", durable=False), root / "staging"
+    watched = root / "spool" / Queue.INCOMING.value  # a filesystem spool's inbox directory
     staging.mkdir(parents=True, exist_ok=True)
     wake = threading.Event()
-    watching = wakeups.watch([watched], wake)
+    watching = spool.watch([Queue.INCOMING], wake)
     delays: list[float] = []
     try:
         time.sleep(0.05)

@@ -190,7 +190,3 @@ def usage_error(exc: Exception) -> int:
     place = ctx.info_name if ctx is not None and ctx.parent is not None else None
     typer.echo(f"riddlectl: {place + ': ' if place else ''}{message}", err=True)
     return int(getattr(exc, "exit_code", ExitCode.USAGE))
-
-
-# The commands live in their own modules and register themselves on `app` when imported.
-from riddlectl.cli import admin, agents, cache, query, submit  # noqa: E402, F401

@@ -10,7 +10,6 @@ import typer
 from riddlectl import runtime
 from riddlectl.cli.app import app, guarded, resolve
 from riddlectl.errors import SpoolUnusable
-from riddlectl.spool.fs.extractions import ExtractionStore
 
 cache_app = typer.Typer(
     help="The extraction cache (cache/extractions/ in the spool).", no_args_is_help=True
@@ -32,9 +31,9 @@ def clear(
     Safe while agents run. Prints how many were dropped.
     """
     settings = resolve(ctx)
-    runtime.open_spool(settings, create=False)  # a missing spool is an error, not made
+    spool = runtime.open_spool(settings, create=False)  # a missing spool is an error, not made
     try:
-        dropped = ExtractionStore(Path(settings.spool)).clear(extractor)
+        dropped = spool.extractions.clear(extractor)
     except OSError as exc:
         raise SpoolUnusable(
             f"cannot drop cached extractions: {exc.strerror or exc}",

@@ -100,7 +100,7 @@ def _show_status(
         queue = report.queue_named(stage)
         riddles = report.summaries(spool, [(queue, i) for i in sorted(spool.ids(queue))])
     else:
-        riddles = report.summaries(spool, report.recent(spool, runtime.event_log(settings), limit))
+        riddles = report.summaries(spool, report.recent(spool, limit))
     if as_jsonl:
         emit_jsonl(riddles)
     elif as_json:

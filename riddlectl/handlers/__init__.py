@@ -1,3 +1,3 @@
-"""Handlers: naming and calling them, external commands (`cmd:`), and the built-ins in
-`builtin/`.
+"""Handlers: what one is (`base`), naming them (`registry`), external commands (`cmd:`), and
+the built-ins in `builtin/`.
 """

@@ -29,7 +29,7 @@ import orjson
 from riddlectl import inflight
 from riddlectl.document import codec as documents
 from riddlectl.errors import ConfigError, HandlerFailed, HandlerRefused, HandlerTimeout
-from riddlectl.handlers.registry import Job, file_digest
+from riddlectl.handlers.base import Job, file_digest
 
 EX_DATAERR = 65
 MAX_OUTPUT_BYTES = 16 * 1024 * 1024

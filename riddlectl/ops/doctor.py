@@ -1,221 +1,41 @@
-"""`doctor`: find what a crash or a person left behind in a filesystem spool, and mend it.
+"""`doctor`: find what a crash or a person left behind in a spool, and mend it.
 
-Findings: duplicates (an id in two queues), stale locks (lock files of riddles no longer
-in the spool), orphaned sub-riddles (a parent that is gone), parents waiting on children
-that are gone or final, leftovers in `tmp/`, files in `corrupt/`, and strays: what is not
-a regular file in a queue directory that no agent takes from (an agent sets those of its
-inbox aside). `fix` repairs what is safe: the newer copy of a duplicate wins, stale locks
-and old temp files are removed, orphans are detached, waiting parents are resumed.
-Corrupt files and strays are only reported: a person decides what they were.
+Findings: what the spool finds wrong with its own storage (`Spool.examine`: for the
+filesystem, duplicates, stale locks, leftovers in `tmp/`, stale claim records, strays),
+orphaned sub-riddles (a parent that is gone), parents waiting on children that are gone
+or final, and input set aside as corrupt. `fix` repairs what is safe: orphans are
+detached, waiting parents are resumed, and the spool mends its own. Corrupt input is
+only reported: a person decides what it was.
 """
 
 from __future__ import annotations
 
-import os
-import time
-from collections import defaultdict
-from dataclasses import dataclass
-from pathlib import Path
-
-from riddlectl.identity import hostname
 from riddlectl.pipeline.ledger import Pipeline
-from riddlectl.spool.fs import atomic
-from riddlectl.spool.fs.fsspool import FsSpool
-from riddlectl.spool.fs.inbox import iter_entries, kind_of
+from riddlectl.spool.contract import Finding
 from riddlectl.spool.states import FINAL, Queue
 
-TMP_GRACE = 60.0  # a temp file younger than this may still be in a writer's hands
+# The order findings are reported in, by kind; a kind not named here comes last.
+ORDER = (
+    "duplicate",
+    "stale-lock",
+    "tmp-leftover",
+    "stale-claim",
+    "orphan",
+    "waiting",
+    "corrupt",
+    "stray",
+)
 
-
-@dataclass
-class Finding:
-    kind: str
-    subject: str
-    detail: str
-    fixed: bool = False
-
-    def as_dict(self) -> dict[str, object]:
-        return {
-            "kind": self.kind,
-            "subject": self.subject,
-            "detail": self.detail,
-            "fixed": self.fixed,
-        }
+__all__ = ["Finding", "examine"]
 
 
 def examine(pipeline: Pipeline, fix: bool = False) -> list[Finding]:
     spool = pipeline.spool
-    assert isinstance(spool, FsSpool)
-    findings = _duplicates(spool, fix)
-    findings += _stale_locks(spool, fix)
-    findings += _tmp_leftovers(spool, fix)
-    findings += _stale_claims(spool, fix)
+    findings = spool.examine(fix)  # first: the family checks read what it mends
     findings += _family(pipeline, fix)
     findings += [Finding("corrupt", c.name, c.reason) for c in spool.corrupt_files()]
-    findings += _strays(spool)
-    return findings
-
-
-def _strays(spool: FsSpool) -> list[Finding]:
-    """Entries of queue directories that are not regular files: no riddles, so neither
-    counted nor listed, and in a queue no agent takes from, never set aside."""
-    findings = []
-    for queue in Queue:
-        for entry in iter_entries(str(spool.dir(queue))):
-            if entry.is_file(follow_symlinks=False):  # the entry's type: no stat
-                continue
-            kind = kind_of(entry.stat(follow_symlinks=False).st_mode)
-            if kind is not None:
-                subject = f"{queue.value}/{entry.name}"
-                findings.append(Finding("stray", subject, f"not a regular file ({kind})"))
-    return findings
-
-
-def _duplicates(spool: FsSpool, fix: bool) -> list[Finding]:
-    where: dict[str, list[Queue]] = defaultdict(list)
-    for queue in Queue:
-        for riddle_id in spool.ids(queue):
-            where[riddle_id].append(queue)
-    findings = []
-    for riddle_id, queues in where.items():
-        if len(queues) < 2:
-            continue
-        finding = Finding("duplicate", riddle_id, "in " + ", ".join(q.value for q in queues))
-        if fix:
-            finding.fixed = spool.dedupe(riddle_id, wait=1.0)
-        findings.append(finding)
-    return findings
-
-
-def _all_ids(spool: FsSpool) -> dict[str, Queue]:
-    """Every id in the spool and a queue holding it, from directory listings alone."""
-    return {riddle_id: queue for queue in Queue for riddle_id in spool.ids(queue)}
-
-
-def _lock_files(spool: FsSpool) -> list[os.DirEntry[str]]:
-    with os.scandir(spool.root / "locks") as entries:
-        return [e for e in entries if _is_lock_file(e.name)]
-
-
-def _is_lock_file(name: str) -> bool:
-    return name.endswith(".lock") and not name.startswith("_")
-
-
-def _stale_locks(spool: FsSpool, fix: bool) -> list[Finding]:
-    """Lock files of riddles that are gone (purged, or removed by hand)."""
-    present = _all_ids(spool)
-    findings = []
-    for entry in _lock_files(spool):
-        name = entry.name.removesuffix(".lock")
-        if name in present:
-            continue
-        finding = Finding("stale-lock", name, "lock file of a riddle no longer in the spool")
-        if fix:
-            finding.fixed = remove_lock(spool, name)
-        findings.append(finding)
-    return findings
-
-
-def remove_lock(spool: FsSpool, name: str) -> bool:
-    """Delete a riddle's lock file, under the lock itself, if the riddle is gone."""
-    lock = spool.lock(name)
-    if not lock.try_acquire():
-        return False
-    try:
-        if not spool.find(name):
-            (spool.root / "locks" / f"{name}.lock").unlink(missing_ok=True)
-            return True
-        return False
-    finally:
-        lock.release()
-
-
-def stale_tmp(spool: FsSpool) -> list[Path]:
-    """Temp files of writers on this host that are no longer alive (a crash's leftovers)."""
-    stale = []
-    for entry in os.scandir(spool.root / "tmp"):
-        owner = atomic.tmp_owner(entry.name)
-        if owner is not None and owner[0] == hostname() and not _alive(owner[1]):
-            stale.append(Path(entry.path))
-    return stale
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def _tmp_leftovers(spool: FsSpool, fix: bool) -> list[Finding]:
-    """Temp files of dead writers on this host; of unknown or remote writers, those older
-    than TMP_GRACE. A live agent's files here (its writes, its recycled spares) are fine."""
-    findings = []
-    now = time.time()
-    stale = set(stale_tmp(spool))
-    for entry in os.scandir(spool.root / "tmp"):
-        path = Path(entry.path)
-        age = now - entry.stat().st_mtime
-        owner = atomic.tmp_owner(entry.name)
-        local = owner is not None and owner[0] == hostname()
-        if entry.name.startswith(".") or (path not in stale and (local or age < TMP_GRACE)):
-            continue
-        finding = Finding("tmp-leftover", entry.name, f"{age:.0f} s old")
-        if fix:
-            path.unlink(missing_ok=True)
-            finding.fixed = True
-        findings.append(finding)
-    return findings
-
-
-def stale_claims(spool: FsSpool) -> list[str]:
-    """Ids whose claim record outlived a commit to a final queue (the holder died after
-    committing, before clearing it): nobody will claim them again to tidy up."""
-    # Streamed, with a look at the queues only for the few records left: every agent
-    # does this when it starts, in a spool of maybe 100,000 lock files.
-    stale = []
-    with os.scandir(spool.root / "locks") as entries:
-        for entry in entries:
-            if not _is_lock_file(entry.name) or not entry.stat().st_size:
-                continue
-            riddle_id = entry.name.removesuffix(".lock")
-            if not any(spool.holds(queue, riddle_id) for queue in Queue if queue not in FINAL):
-                stale.append(riddle_id)
-    return stale
-
-
-def clear_claim(spool: FsSpool, riddle_id: str) -> bool:
-    """Clear a stale claim record under the riddle's lock; False if the lock is held."""
-    lock = spool.lock(riddle_id)
-    if not lock.try_acquire():
-        return False
-    try:
-        lock.drop_record()
-    finally:
-        lock.release()
-    return True
-
-
-def _stale_claims(spool: FsSpool, fix: bool) -> list[Finding]:
-    findings = []
-    for riddle_id in stale_claims(spool):
-        finding = Finding("stale-claim", riddle_id, "claim record of a final or missing riddle")
-        if fix:
-            finding.fixed = clear_claim(spool, riddle_id)
-        findings.append(finding)
-    return findings
-
-
-def sweep(spool: FsSpool) -> None:
-    """Tidy what dead agents left (temp files, claim records of final riddles); agents
-    call this when they start."""
-    for path in stale_tmp(spool):
-        path.unlink(missing_ok=True)
-    for riddle_id in stale_claims(spool):
-        clear_claim(spool, riddle_id)
+    rank = {kind: index for index, kind in enumerate(ORDER)}
+    return sorted(findings, key=lambda f: rank.get(f.kind, len(ORDER)))
 
 
 def _family(pipeline: Pipeline, fix: bool) -> list[Finding]:

@@ -9,7 +9,6 @@ from typing import Any
 from riddlectl.document.model import Riddle
 from riddlectl.errors import InvalidDocument, UnknownRiddle, WaitTimeout
 from riddlectl.spool.contract import Spool
-from riddlectl.spool.fs.events import EventLog
 from riddlectl.spool.states import FINAL, INBOX, Queue
 
 CORRUPT = "corrupt"  # not a queue of riddles, but listed by `status --stage corrupt`
@@ -46,7 +45,7 @@ def summarize(queue: Queue, riddle: Riddle) -> dict[str, Any]:
     }
 
 
-def recent(spool: Spool, events: EventLog, limit: int) -> list[tuple[Queue, str]]:
+def recent(spool: Spool, limit: int) -> list[tuple[Queue, str]]:
     """The `limit` most recently moved riddles, newest first.
 
     Read from the tail of the event log, so the cost does not grow with the spool; each
@@ -54,7 +53,7 @@ def recent(spool: Spool, events: EventLog, limit: int) -> list[tuple[Queue, str]
     spool, a purged or hand-edited one), every queue is listed instead.
     """
     found: dict[str, Queue] = {}
-    for event in events.tail():
+    for event in spool.events.tail():
         riddle_id, to = event.get("id"), event.get("to")
         if not isinstance(riddle_id, str) or riddle_id in found or to not in _QUEUE_NAMES:
             continue

@@ -10,10 +10,10 @@ from typing import Any
 import orjson
 
 from riddlectl.document import codec as documents
+from riddlectl.document import datafiles
 from riddlectl.document.ids import new_id
 from riddlectl.document.model import Riddle
 from riddlectl.errors import InvalidDocument
-from riddlectl.pipeline import datafiles
 from riddlectl.pipeline.ledger import Pipeline
 from riddlectl.settings import Settings
 from riddlectl.spool.states import route

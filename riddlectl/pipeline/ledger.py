@@ -34,7 +34,7 @@ from riddlectl.pipeline.retry import RetryPolicy
 from riddlectl.pipeline.stages import STAGE_FUNCTIONS, Outcome, StageContext
 from riddlectl.spool.contract import Claim, Spool
 from riddlectl.spool.crashpoints import reach
-from riddlectl.spool.fs.events import EventLog
+from riddlectl.spool.events import EventLog
 from riddlectl.spool.states import FINAL, INBOX, Queue, route
 
 MAX_HISTORY = 200  # entries kept per document, so a riddle retried forever stays small

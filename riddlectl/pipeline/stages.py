@@ -13,12 +13,12 @@ from pathlib import Path
 from typing import Any
 
 from riddlectl import inflight
+from riddlectl.document import datafiles
 from riddlectl.document.ids import sub_id
 from riddlectl.document.model import DataItem, Riddle, Solution
 from riddlectl.errors import HandlerFailed, HandlerRefused, HandlerTimeout, InvalidData
-from riddlectl.handlers.registry import Job, NamedHandler
-from riddlectl.pipeline import datafiles
-from riddlectl.spool.fs.extractions import ExtractionStore, envelope
+from riddlectl.handlers.base import Job, NamedHandler
+from riddlectl.spool.extractions import ExtractionCache, envelope
 from riddlectl.spool.states import Queue, route
 
 
@@ -44,7 +44,7 @@ class NobodyAnswered(HandlerRefused):
 class StageContext:
     data_dir: Path
     spool_root: Path
-    store: ExtractionStore
+    store: ExtractionCache
     handlers: list[NamedHandler]
     timeout: float = 60.0
     max_trials: int = 3

@@ -1,3 +1,74 @@
 """Storage of riddles in queues: the spool contract, its states and routing, the in-memory
-twin; `fs/` is the filesystem implementation.
+twin; `fs/` is the filesystem implementation, chosen by `open_spool` and by nothing else.
 """
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from riddlectl.errors import SpoolUnusable
+
+if TYPE_CHECKING:
+    from riddlectl.document.codec import Limits
+    from riddlectl.identity import Actor
+    from riddlectl.spool.contract import Spool
+
+NO_SPOOL = "no spool here (create one with riddlectl init)"
+# `postgresql://…` (a path keeps one slash of the two: `Path` made it `postgresql:/…`).
+_POSTGRES = re.compile(r"postgres(ql)?(\+\w+)?:/", re.IGNORECASE)
+
+
+def open_spool(
+    target: str | os.PathLike[str],
+    *,
+    create: bool = True,
+    writable: bool = False,
+    actor: Actor | None = None,
+    durable: bool = True,
+    drop_in_grace: float | None = None,
+    limits: Limits | None = None,
+    events_max_bytes: int | None = None,
+) -> Spool:
+    """The spool `target` names: a directory (the filesystem spool) for now; a
+    `postgresql://` URL is refused with `SpoolUnusable` until that spool exists.
+
+    `create`: made (idempotently) if need be; otherwise it must already be a spool
+    (`SpoolUnusable` saying why not). `writable`: it must be writable too, and what a
+    writer needs is made. Nothing is created in a place that is refused. The other
+    options are the filesystem spool's (None: its defaults).
+    """
+    text = os.fspath(target)
+    if _POSTGRES.match(text):
+        raise SpoolUnusable(
+            "PostgreSQL spools are not available in this version", where=_no_password(text)
+        )
+    from riddlectl.spool.fs.opening import open_fs  # only what the target needs is loaded
+
+    return open_fs(
+        Path(text),
+        create=create,
+        writable=writable,
+        actor=actor,
+        durable=durable,
+        drop_in_grace=drop_in_grace,
+        limits=limits,
+        events_max_bytes=events_max_bytes,
+    )
+
+
+def spool_error(exc: OSError, root: Path) -> SpoolUnusable:
+    """An `OSError` met on the spool at `root`, as the one-line error that names its path."""
+    if isinstance(exc, FileNotFoundError) and not root.exists():
+        return SpoolUnusable(NO_SPOOL, where=str(root))
+    if isinstance(exc, NotADirectoryError):
+        return SpoolUnusable("not a directory, so not a spool", where=str(root))
+    return SpoolUnusable(exc.strerror or str(exc), where=str(exc.filename or root))
+
+
+def _no_password(url: str) -> str:
+    """The URL as given (two slashes again), without the password it may hold."""
+    url = re.sub(r"^([^:/]+):/(?!/)", r"\1://", url)
+    return re.sub(r"^([^:/]+://[^/:@]*):[^/@]*@", r"\1:…@", url)

@@ -1,23 +1,29 @@
 """The spool contract: what the pipeline needs from storage, and nothing more.
 
-Queue semantics (routing, retries, trials) live in the agents; a spool only stores
-documents in named queues and hands out exclusive claims on them. `FsSpool` is the
-filesystem implementation, `MemorySpool` its in-memory twin for fast tests; both are
-held to one contract test suite (tests/contract). A later PostgreSQL spool slots in
-behind the same methods.
+Queue semantics (routing, retries, trials) live in the agents; a spool stores documents
+in named queues and hands out exclusive claims on them, and keeps what goes with them:
+the event log (`events`), the extraction cache (`extractions`), the input it could not
+read (`set_aside`), wake-ups for idle agents (`watch`), and the repair of what a crash
+left (`recover`, `examine`). The filesystem spool (`fs/`) is the first implementation,
+`MemorySpool` its in-memory twin for fast tests; both are held to one contract test
+suite (tests/contract). Nothing outside `fs/` knows which one it has: `open_spool`
+chooses. A later PostgreSQL spool slots in behind the same methods.
 """
 
 from __future__ import annotations
 
 import abc
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from riddlectl.document.codec import Limits
 from riddlectl.document.model import ID_RE, Riddle
 from riddlectl.errors import DocumentTooLarge, DuplicateId, UnknownRiddle
+from riddlectl.spool.events import Committed, EventLog
+from riddlectl.spool.extractions import ExtractionCache
 from riddlectl.spool.states import Queue
 
 # Claims abandoned in a row (their agent died holding them) before the riddle is poison.
@@ -42,10 +48,34 @@ class Claim:
 
 @dataclass(frozen=True)
 class Corrupt:
-    """A file in an inbox that could not be read as a riddle."""
+    """Input set aside because it could not be read as a riddle: its name, and why."""
 
     name: str
     reason: str
+
+
+@dataclass
+class Finding:
+    """Something `doctor` reports: what kind, about what, and whether it was mended."""
+
+    kind: str
+    subject: str
+    detail: str
+    fixed: bool = False
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "kind": self.kind,
+            "subject": self.subject,
+            "detail": self.detail,
+            "fixed": self.fixed,
+        }
+
+
+class Watch(Protocol):
+    """Wake-ups being delivered, until stopped."""
+
+    def stop(self) -> None: ...
 
 
 class Spool(abc.ABC):
@@ -65,6 +95,21 @@ class Spool(abc.ABC):
     # Document sizes: the spool reads documents up to `limits.readable` and sets drop-ins
     # over `limits.new_riddle` aside; the pipeline keeps what it commits within them.
     limits: Limits = Limits()
+    # Called with (queue, name, reason) when input is set aside (see `set_aside`).
+    on_corrupt: Callable[[Queue, str, str], None] | None = None
+    # Called with (queue, riddle, the dead holder's claim record, abandoned claims in a
+    # row) when a claim finds that the agent handling the riddle died.
+    on_abandoned: Callable[[Queue, Riddle, dict[str, Any], int], None] | None = None
+
+    @property
+    @abc.abstractmethod
+    def events(self) -> EventLog:
+        """The spool's event log."""
+
+    @property
+    @abc.abstractmethod
+    def extractions(self) -> ExtractionCache:
+        """The spool's extraction cache."""
 
     @abc.abstractmethod
     def init(self) -> None:
@@ -160,9 +205,49 @@ class Spool(abc.ABC):
     def counts(self) -> dict[Queue, int]:
         return {queue: len(self.ids(queue)) for queue in Queue}
 
+    # -- input from outside -------------------------------------------------------------
+
+    @abc.abstractmethod
+    def drop_in(self, queue: Queue, name: str, raw: bytes) -> None:
+        """Put `raw` into `queue` as the entry `name` (no path: one name), as another
+        program drops a file into a spool: read when claimed, by the rules of `dropins`
+        (stored under its own id, or set aside when it is no riddle)."""
+
+    @abc.abstractmethod
+    def set_aside(self, queue: Queue, name: str, reason: str) -> None:
+        """Take the entry `name` of `queue` (a drop-in's name, or `ID.json`) out of the
+        queue as input that is no riddle: listed by `corrupt_files` with `reason` from
+        then on, and told to `on_corrupt`."""
+
+    @abc.abstractmethod
     def corrupt_files(self) -> list[Corrupt]:
-        """Files set aside as unreadable, with their reasons."""
-        return []
+        """The input set aside as unreadable, by name, with the reasons; none when empty."""
+
+    # -- agents -------------------------------------------------------------------------
+
+    @abc.abstractmethod
+    def watch(self, queues: Iterable[Queue], wake: threading.Event) -> Watch | None:
+        """Set `wake` whenever a riddle arrives in one of `queues` (stored, committed or
+        dropped in), until the returned watch is stopped. A hint, not the truth: it may
+        be late, missed or spurious, so a waiting agent also looks by itself now and
+        then. None when no watch can be made now (polling alone still works)."""
+
+    @abc.abstractmethod
+    def recover(self, committed: Committed) -> int:
+        """Settle what agents that died left behind (an agent calls this when it starts):
+        their leftovers are tidied away, and the events of their commits that took place
+        (`committed`) and were not logged are logged; how many events that was."""
+
+    @abc.abstractmethod
+    def examine(self, fix: bool = False) -> list[Finding]:
+        """What is wrong with the storage itself (a crash's or a person's doing): copies
+        of one riddle in two queues, leftovers of dead writers, what is no riddle in a
+        queue. With `fix`, what is safe to mend is mended (`Finding.fixed`). Empty for
+        a healthy spool. Riddles' own troubles (orphans, corrupt input) are `doctor`'s."""
+
+    def close(self) -> None:  # noqa: B027 - optional hook, no-op by default
+        """Give back what this process keeps in reserve in the spool (spare files kept
+        for reuse, say); the spool stays usable, and takes them again as needed."""
 
     def recent(self, limit: int, queues: Iterable[Queue] = tuple(Queue)) -> list[tuple[Queue, str]]:
         """The `limit` most recently changed riddles of `queues`, newest first."""

@@ -1,7 +1,8 @@
 """An in-memory spool: the filesystem spool's twin for fast tests of the pipeline logic.
 
 Same contract, same ordering, same claim semantics (a claim is exclusive until committed
-or released), no durability. Thread-safe.
+or released), no durability: nothing outlives the process, so nothing is left to
+recover or repair. Thread-safe. Its event log and extraction cache are in `memlogs`.
 """
 
 from __future__ import annotations
@@ -12,9 +13,12 @@ from collections.abc import Iterable, Sequence
 
 from riddlectl.document import codec as documents
 from riddlectl.document.model import Riddle
+from riddlectl.errors import InvalidDocument
 from riddlectl.spool.contract import (
     WAIT_NOTICE,
     Claim,
+    Corrupt,
+    Finding,
     Spool,
     busy,
     order_key,
@@ -22,14 +26,30 @@ from riddlectl.spool.contract import (
     stamp,
     unknown,
 )
+from riddlectl.spool.dropins import ignored, read_drop_in
+from riddlectl.spool.events import Committed
+from riddlectl.spool.memlogs import MemoryEventLog, MemoryExtractionCache
 from riddlectl.spool.states import Queue, route
 
 
 class MemorySpool(Spool):
     def __init__(self) -> None:
         self._docs: dict[Queue, dict[str, Riddle]] = {q: {} for q in Queue}
+        self._dropped: dict[Queue, dict[str, bytes]] = {q: {} for q in Queue}  # unread input
+        self._corrupt: dict[str, tuple[bytes, str]] = {}  # set aside: content and reason
         self._claimed: set[str] = set()
         self._mutex = threading.Condition()
+        self._watches: list[_MemoryWatch] = []
+        self._events = MemoryEventLog()
+        self._extractions = MemoryExtractionCache()
+
+    @property
+    def events(self) -> MemoryEventLog:
+        return self._events
+
+    @property
+    def extractions(self) -> MemoryExtractionCache:
+        return self._extractions
 
     def init(self) -> None:
         pass
@@ -39,11 +59,14 @@ class MemorySpool(Spool):
         with self._mutex:
             self.refuse_duplicates(riddles)
             for riddle in riddles:
-                self._docs[queue or route(riddle)][riddle.id or ""] = stamp(riddle)
+                to = queue or route(riddle)
+                self._docs[to][riddle.id or ""] = stamp(riddle)
+                self._arrived(to)
 
     def claim(self, queue: Queue, limit: int = 1, now: float | None = None) -> list[Claim]:
         now = time.time() if now is None else now
         with self._mutex:
+            self._read_drop_ins(queue)
             ready = [
                 r
                 for r in self._docs[queue].values()
@@ -89,6 +112,7 @@ class MemorySpool(Spool):
             self._docs[claim.queue].pop(claim.riddle.id or "", None)
             self._docs[to][stored.id or ""] = stored
             self._unclaim(claim)
+            self._arrived(to)
         return stored.model_copy(deep=True)
 
     def reread(self, claim: Claim) -> Riddle:
@@ -119,10 +143,94 @@ class MemorySpool(Spool):
         return None
 
     def ids(self, queue: Queue) -> list[str]:
+        # Unread drop-ins too, as a directory listing shows them: `run --once` waits.
         with self._mutex:
-            return list(self._docs[queue])
+            dropped = [n.removesuffix(".json") for n in self._dropped[queue] if not ignored(n)]
+            return [*self._docs[queue], *dropped]
 
     def read(self, queue: Queue, riddle_id: str) -> Riddle | None:
         with self._mutex:
             riddle = self._docs[queue].get(riddle_id)
             return None if riddle is None else riddle.model_copy(deep=True)
+
+    # -- input from outside ---------------------------------------------------------------
+
+    def drop_in(self, queue: Queue, name: str, raw: bytes) -> None:
+        if not name or "/" in name or name in (".", ".."):
+            raise ValueError(f"not a name for a drop-in: {name!r}")
+        with self._mutex:
+            self._dropped[queue][name] = bytes(raw)
+            self._arrived(queue)
+
+    def _read_drop_ins(self, queue: Queue) -> None:
+        """Store what was dropped into `queue` under its id, or set it aside (the rules of
+        `dropins`); called under the mutex, by `claim`."""
+        for name, raw in list(self._dropped[queue].items()):
+            if ignored(name):
+                continue
+            try:
+                riddle = read_drop_in(raw, len(raw), queue, name, self.limits)
+            except InvalidDocument as exc:
+                self.set_aside(queue, name, str(exc))
+                continue
+            riddle_id = riddle.id or ""
+            if self._find(riddle_id) is not None:
+                reason = f"{queue.value}/{name}: id {riddle_id!r} is already in the spool"
+                self.set_aside(queue, name, reason)
+                continue
+            if name != f"{riddle_id}.json":
+                riddle.extensions()["dropped_as"] = name  # how to find a riddle given an id
+            del self._dropped[queue][name]
+            self._docs[queue][riddle_id] = riddle
+
+    def set_aside(self, queue: Queue, name: str, reason: str) -> None:
+        with self._mutex:
+            raw = self._dropped[queue].pop(name, None)
+            if raw is None:
+                riddle = self._docs[queue].pop(name.removesuffix(".json"))
+                raw = documents.dumps(riddle)
+            kept = name if name not in self._corrupt else f"{name}.{time.time_ns()}"
+            self._corrupt[kept] = (raw, reason)
+        if self.on_corrupt is not None:
+            self.on_corrupt(queue, name, reason)
+
+    def corrupt_files(self) -> list[Corrupt]:
+        with self._mutex:
+            return [Corrupt(name, self._corrupt[name][1]) for name in sorted(self._corrupt)]
+
+    # -- agents -------------------------------------------------------------------------
+
+    def watch(self, queues: Iterable[Queue], wake: threading.Event) -> _MemoryWatch:
+        watching = _MemoryWatch(self, frozenset(queues), wake)
+        with self._mutex:
+            self._watches.append(watching)
+        return watching
+
+    def _arrived(self, queue: Queue) -> None:
+        for watching in self._watches:
+            if queue in watching.queues:
+                watching.wake.set()
+
+    def _unwatch(self, watching: _MemoryWatch) -> None:
+        with self._mutex:
+            if watching in self._watches:
+                self._watches.remove(watching)
+
+    def recover(self, committed: Committed) -> int:
+        return self._events.recover(committed)  # no process died holding memory
+
+    def examine(self, fix: bool = False) -> list[Finding]:
+        return []  # every change is made whole under one mutex: nothing half done
+
+    def _find(self, riddle_id: str) -> Riddle | None:
+        return next((d[riddle_id] for d in self._docs.values() if riddle_id in d), None)
+
+
+class _MemoryWatch:
+    def __init__(self, spool: MemorySpool, queues: frozenset[Queue], wake: threading.Event):
+        self.spool = spool
+        self.queues = queues
+        self.wake = wake
+
+    def stop(self) -> None:
+        self.spool._unwatch(self)

@@ -3,28 +3,14 @@
 from __future__ import annotations
 
 import threading
-from pathlib import Path
 
 import pytest
 
 from riddlectl.document.codec import Limits
-from riddlectl.document.model import Riddle
 from riddlectl.errors import DocumentTooLarge, DuplicateId, UnknownRiddle
 from riddlectl.spool.contract import Spool
-from riddlectl.spool.fs.fsspool import FsSpool
-from riddlectl.spool.memory import MemorySpool
 from riddlectl.spool.states import Queue
-
-
-@pytest.fixture(params=["fs", "memory"])
-def spool(request: pytest.FixtureRequest, tmp_path: Path) -> Spool:
-    made: Spool = FsSpool(tmp_path / "spool") if request.param == "fs" else MemorySpool()
-    made.init()
-    return made
-
-
-def riddle(riddle_id: str, **fields: object) -> Riddle:
-    return Riddle.model_validate({"id": riddle_id, "riddle": {"question": "x ="}, **fields})
+from tests.contract.conftest import riddle
 
 
 def test_add_routes_to_first_required_step(spool: Spool) -> None:

@@ -202,8 +202,8 @@ def test_a_claim_whose_agent_committed_before_dying_is_not_abandoned(cli: Cli) -
 WRITER = """
 import sys, time
 from pathlib import Path
-from riddlectl.spool.fs.events import EventLog
-log = EventLog(Path(sys.argv[1]), int(sys.argv[3]))
+from riddlectl.spool.fs.events import FsEventLog
+log = FsEventLog(Path(sys.argv[1]), int(sys.argv[3]))
 for n in range(int(sys.argv[2])):
     log.append({"n": n, "pad": "x" * 40})
     time.sleep(0.0001)

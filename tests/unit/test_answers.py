@@ -21,8 +21,8 @@ from riddlectl.document.answers import (
     parse_answer_spec,
 )
 from riddlectl.document.model import Riddle
+from riddlectl.handlers.base import Job
 from riddlectl.handlers.builtin.catalog import gatekeeper
-from riddlectl.handlers.registry import Job
 
 
 def check(

@@ -12,6 +12,7 @@ import pytest
 from riddlectl.document.model import Riddle
 from riddlectl.document.numbers import format_number
 from riddlectl.errors import HandlerRefused
+from riddlectl.handlers.base import Job
 from riddlectl.handlers.builtin.calculator import (
     MAX_DEPTH,
     MAX_QUESTION_CHARS,
@@ -32,7 +33,6 @@ from riddlectl.handlers.builtin.calculator import (
 from riddlectl.handlers.builtin.catalog import calculator
 from riddlectl.handlers.builtin.recheck import recompute
 from riddlectl.handlers.builtin.textfacts import extract_facts
-from riddlectl.handlers.registry import Job
 
 VALUES = {"x": F(10), "y": F(15), "z": F(20)}
 

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import orjson
 
-from riddlectl.spool.fs.events import EventLog
+from riddlectl.spool.fs.events import FsEventLog
 
 
 def write_events(path: str, writer: int, count: int, max_bytes: int) -> None:
-    log = EventLog(Path(path), max_bytes)
+    log = FsEventLog(Path(path), max_bytes)
     for n in range(count):
         log.append({"writer": writer, "n": n, "pad": "x" * (n % 200)})
 
@@ -43,5 +43,5 @@ def test_log_is_rotated_and_stays_bounded(tmp_path: Path) -> None:
     run_writers(path, writers=2, count=3000, max_bytes=64 * 1024)
     assert path.stat().st_size < 64 * 1024 + 64 * 1024  # a racing writer may add a line or two
     assert path.with_name("events.jsonl.1").exists()
-    events = list(EventLog(path).read())
+    events = list(FsEventLog(path).read())
     assert events and all("writer" in e for e in events)

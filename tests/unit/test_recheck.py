@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from riddlectl.document.model import Riddle
+from riddlectl.handlers.base import Job
 from riddlectl.handlers.builtin import recheck
 from riddlectl.handlers.builtin.calculator import (
     BoundsError,
@@ -22,7 +23,6 @@ from riddlectl.handlers.builtin.calculator import (
 from riddlectl.handlers.builtin.catalog import gatekeeper
 from riddlectl.handlers.builtin.recheck import recompute
 from riddlectl.handlers.builtin.textfacts import extract_facts
-from riddlectl.handlers.registry import Job
 
 VALUES = {"x": F(10), "y": F(15), "z": F(20), "h": F(1, 2)}
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from riddlectl.document import datafiles
 from riddlectl.errors import ConfigError, InvalidData
-from riddlectl.pipeline import datafiles
 from riddlectl.settings import resolve
 
 

@@ -12,14 +12,13 @@ from typing import Any
 
 import imagesize
 
-from riddlectl.document import answers
+from riddlectl.document import answers, datafiles
 from riddlectl.document.numbers import format_number, parse_number
 from riddlectl.errors import HandlerRefused, InvalidData
+from riddlectl.handlers.base import Job
 from riddlectl.handlers.builtin import calculator as calc
 from riddlectl.handlers.builtin import recheck
 from riddlectl.handlers.builtin.textfacts import MAX_TEXT_BYTES, extract_facts
-from riddlectl.handlers.registry import Job
-from riddlectl.pipeline import datafiles
 
 #: The text extractor's version, part of its cache key: "2" reads percentages, number
 #: words beyond integers and one-letter names, and refuses what it cannot read exactly.

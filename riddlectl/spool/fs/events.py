@@ -1,4 +1,4 @@
-"""The event log: `events.jsonl` in the spool root, one JSON object per line.
+"""The event log of a filesystem spool: `events.jsonl` in its root, one JSON object per line.
 
 Each event (or group of events) is one `write(2)` on a file opened with `O_APPEND`, so
 concurrent writers (agents in several processes) never interleave within a line. When the
@@ -29,24 +29,20 @@ from typing import Any
 import orjson
 
 from riddlectl.identity import hostname
+from riddlectl.spool.events import EventLog
+from riddlectl.spool.events import Record as Event
 
 DEFAULT_MAX_BYTES = 64 * 1024 * 1024
 JOURNALS = "journal"  # the directory of the journals, beside the log
 READ_CHUNK = 1 << 20
 
-Event = dict[str, Any]
 
-
-class EventLog:
+class FsEventLog(EventLog):
     def __init__(self, path: Path, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
         self.path = Path(path)
         self.max_bytes = max_bytes
         self.rotated = self.path.with_name(self.path.name + ".1")
         self.journals = self.path.with_name(JOURNALS)
-
-    def append(self, event: Event) -> None:
-        """Append one event; never raises for a full disk (the log is advisory)."""
-        self.append_many([event])
 
     def append_many(self, events: Sequence[Event]) -> None:
         """Append events in one `write(2)`: whole lines, never interleaved with others'."""

@@ -13,11 +13,13 @@ before it is let go, so that `doctor` finds none left over.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import heapq
 import os
+import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,7 +28,6 @@ import orjson
 
 from riddlectl.document import codec as documents
 from riddlectl.document.codec import Limits
-from riddlectl.document.ids import new_id
 from riddlectl.document.model import ID_RE, Riddle
 from riddlectl.errors import DuplicateId, InvalidDocument
 from riddlectl.identity import Actor
@@ -34,7 +35,9 @@ from riddlectl.spool.contract import (
     WAIT_NOTICE,
     Claim,
     Corrupt,
+    Finding,
     Spool,
+    Watch,
     busy,
     order_key,
     retry_at,
@@ -42,16 +45,12 @@ from riddlectl.spool.contract import (
     unknown,
 )
 from riddlectl.spool.crashpoints import reach
-from riddlectl.spool.fs import atomic
-from riddlectl.spool.fs.inbox import (
-    Header,
-    Inbox,
-    drop_in_stem,
-    ignored,
-    iter_files,
-    kind_of,
-    list_files,
-)
+from riddlectl.spool.dropins import drop_in_stem, ignored, read_drop_in
+from riddlectl.spool.events import Committed
+from riddlectl.spool.fs import atomic, repair
+from riddlectl.spool.fs.events import DEFAULT_MAX_BYTES, FsEventLog
+from riddlectl.spool.fs.extractions import FsExtractionCache
+from riddlectl.spool.fs.inbox import Header, Inbox, iter_files, kind_of, list_files
 from riddlectl.spool.fs.locks import Lock
 from riddlectl.spool.states import FINAL, LAYOUT_DIRS, Queue, route
 
@@ -74,22 +73,27 @@ class FsSpool(Spool):
         actor: Actor | None = None,
         drop_in_grace: float = DROP_IN_GRACE,
         limits: Limits | None = None,
+        events_max_bytes: int = DEFAULT_MAX_BYTES,
     ) -> None:
         self.root = Path(root)
         self.limits = limits or Limits()
         self.durable = durable
         self.actor = actor or Actor("riddlectl")
         self.drop_in_grace = drop_in_grace
+        self.events_max_bytes = events_max_bytes
         self.tmp_dir = str(self.root / "tmp")
         self._dirs = {q: str(self.root / q.value) for q in Queue}
         self._locks = str(self.root / "locks")
         self._inboxes: dict[Queue, Inbox] = {}
         self.contended = 0
-        # Called with (queue, name, reason) when a file is set aside in corrupt/.
-        self.on_corrupt: Callable[[Queue, str, str], None] | None = None
-        # Called with (queue, riddle, the dead holder's claim record, abandoned claims in
-        # a row) when a claim finds that the agent handling the riddle died.
-        self.on_abandoned: Callable[[Queue, Riddle, dict[str, Any], int], None] | None = None
+
+    @functools.cached_property
+    def events(self) -> FsEventLog:
+        return FsEventLog(self.root / "events.jsonl", self.events_max_bytes)
+
+    @functools.cached_property
+    def extractions(self) -> FsExtractionCache:
+        return FsExtractionCache(self.root, durable=self.durable)
 
     # -- layout -----------------------------------------------------------------------
 
@@ -371,7 +375,7 @@ class FsSpool(Spool):
     ) -> Claim | None:
         path = f"{self._dirs[queue]}/{name}"
         try:
-            riddle, inode = self._read_claimed(queue, name, stem, path)
+            riddle, inode = self._read_claimed(queue, name, path)
         except FileNotFoundError:  # moved on by another agent between listing and locking
             riddle, inode = None, 0
         if riddle is None:
@@ -386,9 +390,7 @@ class FsSpool(Spool):
             return self._adopt(queue, name, riddle, lock, stem)
         return self._open_claim(queue, riddle, path, lock)
 
-    def _read_claimed(
-        self, queue: Queue, name: str, stem: str | None, path: str
-    ) -> tuple[Riddle | None, int]:
+    def _read_claimed(self, queue: Queue, name: str, path: str) -> tuple[Riddle | None, int]:
         """The document at `path` and its inode, or None after setting an unreadable one
         aside (a young drop-in that does not parse is left alone: it may be being written).
         What is not a regular file is set aside at once, and never opened to wait on."""
@@ -409,15 +411,7 @@ class FsSpool(Spool):
             self.set_aside(queue, name, f"{where}: not a regular file ({kind})")
             return None, info.st_ino
         try:
-            # A stem that is no valid id gives way to a generated id, as `submit` gives one.
-            default_id = stem or new_id()
-            riddle = documents.parse(raw, where, default_id, limits.readable, info.st_size)
-            # A drop-in (never stored by a commit, so rev 0) is a new riddle: held to the
-            # same share of the limit as a submission, or it could not grow as it moves on.
-            if queue is Queue.INCOMING and riddle.rev == 0 and len(raw) > limits.new_riddle:
-                reason = limits.too_large(len(raw), limits.new_riddle, " for a new riddle")
-                raise InvalidDocument(reason, where=where)
-            return riddle, info.st_ino
+            return read_drop_in(raw, info.st_size, queue, name, limits), info.st_ino
         except InvalidDocument as exc:
             if queue is Queue.INCOMING and time.time() - info.st_mtime < self.drop_in_grace:
                 return None, info.st_ino
@@ -553,6 +547,11 @@ class FsSpool(Spool):
             self.on_wait(riddle_id)
         return lock.acquire(wait - WAIT_NOTICE)
 
+    def drop_in(self, queue: Queue, name: str, raw: bytes) -> None:
+        if not name or "/" in name or name in (".", ".."):
+            raise ValueError(f"not a name for a drop-in: {name!r}")
+        atomic.write(self.dir(queue) / name, raw, self.tmp_dir, durable=self.durable)
+
     def set_aside(self, queue: Queue, name: str, reason: str) -> None:
         """Move an unreadable file to `corrupt/`, with `NAME.reason` beside it."""
         target = self.root / "corrupt" / name
@@ -563,6 +562,23 @@ class FsSpool(Spool):
         os.rename(self.dir(queue) / name, target)
         if self.on_corrupt is not None:
             self.on_corrupt(queue, name, reason)
+
+    # -- agents and repair ----------------------------------------------------------------
+
+    def watch(self, queues: Iterable[Queue], wake: threading.Event) -> Watch | None:
+        from riddlectl.spool.fs import wakeups  # watchdog: only for agents, not every command
+
+        return wakeups.watch([self.dir(queue) for queue in queues], wake)
+
+    def recover(self, committed: Committed) -> int:
+        repair.sweep(self)  # temp files and claim records of agents that died
+        return self.events.recover(committed)
+
+    def examine(self, fix: bool = False) -> list[Finding]:
+        return repair.examine(self, fix)
+
+    def close(self) -> None:
+        atomic.discard_spares()
 
 
 _RANK = {queue: rank for rank, queue in enumerate(Queue)}

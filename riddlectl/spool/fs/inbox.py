@@ -22,23 +22,10 @@ from dataclasses import dataclass
 import orjson
 
 from riddlectl.document.codec import MAX_DOCUMENT_BYTES, read_raw
-from riddlectl.document.model import ID_RE
+from riddlectl.spool.dropins import ignored
 
 RESCAN = 0.25  # seconds a backlog is trusted before the directory is listed again
 UNREADABLE = 2**62  # the priority of a file whose header cannot be read: it goes first
-
-
-def ignored(name: str) -> bool:
-    """Names other programs use while writing: never read as riddles
-    (docs/reference.md#drop-ins)."""
-    return name.startswith(".") or name.endswith(".tmp")
-
-
-def drop_in_stem(name: str) -> str | None:
-    """The id a file's name gives: its name less its last extension, whatever that is
-    (`notes.txt` → `notes`, `UPPER.JSON` → `UPPER`); None when that is no valid id."""
-    stem, _ = os.path.splitext(name)
-    return stem if ID_RE.fullmatch(stem) else None
 
 
 _KINDS = {

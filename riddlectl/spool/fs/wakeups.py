@@ -1,4 +1,4 @@
-"""Waking an idle agent when a riddle arrives in one of its inboxes, with watchdog.
+"""Waking an idle agent when a riddle arrives in one of its inbox directories, with watchdog.
 
 Only arrivals wake (a file created, moved in, or closed after writing): the agent's own
 claims open and read inbox files, and waking on those would spin the loop. A wake-up is a
@@ -19,7 +19,6 @@ import os
 import threading
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Protocol
 
 from watchdog.events import (
     FileClosedEvent,
@@ -30,12 +29,10 @@ from watchdog.events import (
 )
 from watchdog.observers import Observer
 
+from riddlectl.spool.contract import Watch
+
 ARRIVALS = [FileCreatedEvent, FileMovedEvent, FileClosedEvent]
 _ids = itertools.count()
-
-
-class Watch(Protocol):
-    def stop(self) -> None: ...
 
 
 def watch(directories: Iterable[Path | str], wake: threading.Event) -> Watch | None:

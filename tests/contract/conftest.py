@@ -1,0 +1,29 @@
+"""Every spool implementation, each test once per spool: the contract suite's fixture."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from riddlectl.document.model import Riddle
+from riddlectl.spool import open_spool
+from riddlectl.spool.contract import Spool
+from riddlectl.spool.memory import MemorySpool
+
+SPOOLS = ["fs", "memory"]
+
+
+@pytest.fixture(params=SPOOLS)
+def spool(request: pytest.FixtureRequest, tmp_path: Path) -> Spool:
+    """A fresh spool of each kind. The filesystem's is opened as a command opens it, with
+    no grace for drop-ins (a test's are complete when it drops them)."""
+    if request.param == "fs":
+        return open_spool(tmp_path / "spool", drop_in_grace=0.0)
+    made = MemorySpool()
+    made.init()
+    return made
+
+
+def riddle(riddle_id: str, **fields: object) -> Riddle:
+    return Riddle.model_validate({"id": riddle_id, "riddle": {"question": "x ="}, **fields})

@@ -1,0 +1,86 @@
+"""Input from outside, on every spool: drop-ins read by the drop-in rules, and what is no
+riddle set aside with the reason."""
+
+from __future__ import annotations
+
+import orjson
+import pytest
+
+from riddlectl.document.codec import Limits
+from riddlectl.spool.contract import Corrupt, Spool
+from riddlectl.spool.states import Queue
+from tests.contract.conftest import riddle
+
+
+def doc(**fields: object) -> bytes:
+    return orjson.dumps({"riddle": {"question": "x ="}, **fields})
+
+
+def test_a_drop_in_that_is_no_riddle_is_set_aside_with_the_reason(spool: Spool) -> None:
+    told: list[tuple[Queue, str, str]] = []
+    spool.on_corrupt = lambda queue, name, reason: told.append((queue, name, reason))
+    spool.drop_in(Queue.INCOMING, "garbage.json", b"{not json")
+    assert spool.claim(Queue.INCOMING) == []
+    (corrupt,) = spool.corrupt_files()
+    assert corrupt.name == "garbage.json"
+    assert corrupt.reason.startswith("incoming/garbage.json:1:2: not valid JSON")
+    assert told == [(Queue.INCOMING, "garbage.json", corrupt.reason)]
+    assert spool.ids(Queue.INCOMING) == []
+
+
+def test_a_drop_in_takes_its_name_for_an_id_but_its_own_id_first(spool: Spool) -> None:
+    spool.drop_in(Queue.INCOMING, "stem.json", doc())
+    spool.drop_in(Queue.INCOMING, "other.json", doc(id="own"))
+    assert sorted(spool.ids(Queue.INCOMING)) == ["other", "stem"]  # not read yet
+    claims = {c.riddle.id: c for c in spool.claim(Queue.INCOMING, limit=5)}
+    assert sorted(claims) == ["own", "stem"]
+    assert claims["own"].riddle.extensions()["dropped_as"] == "other.json"
+    assert "dropped_as" not in claims["stem"].riddle.extensions()
+    assert sorted(spool.ids(Queue.INCOMING)) == ["own", "stem"]
+    stored = spool.commit(claims["own"], claims["own"].riddle, Queue.EXTRACTED)
+    assert stored.rev == 1 and spool.find("own")[0] is Queue.EXTRACTED
+
+
+def test_a_drop_in_of_an_id_the_spool_holds_is_set_aside(spool: Spool) -> None:
+    spool.add([riddle("a")], queue=Queue.DONE)
+    spool.drop_in(Queue.INCOMING, "copy.json", doc(id="a"))
+    assert spool.claim(Queue.INCOMING) == []
+    assert spool.corrupt_files() == [
+        Corrupt("copy.json", "incoming/copy.json: id 'a' is already in the spool")
+    ]
+    assert spool.find("a")[0] is Queue.DONE
+
+
+def test_a_new_riddle_dropped_in_over_the_limit_for_new_ones_is_set_aside(spool: Spool) -> None:
+    spool.limits = Limits(64 * 1024)  # a new riddle may take 16 KiB
+    spool.drop_in(Queue.INCOMING, "big.json", doc(id="big", pad="p" * 20_000))
+    assert spool.claim(Queue.INCOMING) == []
+    (corrupt,) = spool.corrupt_files()
+    assert "over the 16384-byte limit for a new riddle" in corrupt.reason
+
+
+def test_names_other_programs_write_under_are_never_read(spool: Spool) -> None:
+    spool.drop_in(Queue.INCOMING, ".partial.json", b"{")
+    spool.drop_in(Queue.INCOMING, "being-written.tmp", b"{")
+    assert spool.ids(Queue.INCOMING) == []
+    assert spool.claim(Queue.INCOMING) == []
+    assert spool.corrupt_files() == []
+
+
+@pytest.mark.parametrize("name", ["", "a/b.json", "..", "."])
+def test_a_drop_in_is_one_name(spool: Spool, name: str) -> None:
+    with pytest.raises(ValueError):
+        spool.drop_in(Queue.INCOMING, name, doc())
+
+
+def test_set_aside_takes_an_entry_out_of_its_queue_and_keeps_every_one(spool: Spool) -> None:
+    spool.add([riddle("a"), riddle("b")])
+    spool.set_aside(Queue.INCOMING, "a.json", "unwanted")
+    assert spool.find("a") is None
+    assert spool.ids(Queue.INCOMING) == ["b"]
+    assert spool.corrupt_files() == [Corrupt("a.json", "unwanted")]
+    spool.add([riddle("a")])
+    spool.set_aside(Queue.INCOMING, "a.json", "again")  # the same name: both are kept
+    first, second = spool.corrupt_files()
+    assert first == Corrupt("a.json", "unwanted")
+    assert second.name.startswith("a.json.") and second.reason == "again"

@@ -1,0 +1,50 @@
+"""`open_spool` chooses the spool from the `--spool` value: a directory, or (later) a URL."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from riddlectl.cli import main
+from riddlectl.errors import ExitCode, SpoolUnusable
+from riddlectl.spool import open_spool
+from riddlectl.spool.contract import Spool
+
+
+def test_a_directory_is_a_filesystem_spool(tmp_path: Path) -> None:
+    spool = open_spool(tmp_path / "spool")
+    assert isinstance(spool, Spool)
+    assert (tmp_path / "spool" / "incoming").is_dir()
+    assert isinstance(open_spool(str(tmp_path / "spool"), create=False), Spool)
+
+
+def test_a_missing_spool_is_not_made_unless_asked(tmp_path: Path) -> None:
+    with pytest.raises(SpoolUnusable, match="no spool here"):
+        open_spool(tmp_path / "none", create=False)
+    assert not (tmp_path / "none").exists()
+
+
+@pytest.mark.parametrize(
+    "target", ["postgresql://riddler:secret@db.example/riddles", Path("postgres://db/riddles")]
+)
+def test_a_postgresql_url_is_refused_for_now_without_its_password(
+    target: str | Path, tmp_path: Path
+) -> None:
+    with pytest.raises(SpoolUnusable) as refused:
+        open_spool(target)
+    message = str(refused.value)
+    assert message.endswith(": PostgreSQL spools are not available in this version")
+    assert message.startswith("postgres") and "://" in message and "secret" not in message
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_command_says_so_in_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["--spool", "postgresql://riddler:secret@db.example/riddles", "status"])
+    assert exited.value.code == ExitCode.SPOOL_UNUSABLE
+    err = capsys.readouterr().err
+    assert err == (
+        "riddlectl: postgresql://riddler:…@db.example/riddles: "
+        "PostgreSQL spools are not available in this version\n"
+    )
