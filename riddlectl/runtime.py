@@ -10,21 +10,23 @@ import os
 import time
 from pathlib import Path
 from stat import S_ISDIR
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from riddlectl.document.model import Riddle
 from riddlectl.errors import SpoolUnusable
-from riddlectl.handlers.registry import load_stage
 from riddlectl.identity import Actor
-from riddlectl.pipeline.ledger import Pipeline, event_committed
 from riddlectl.pipeline.retry import RetryPolicy
-from riddlectl.pipeline.stages import StageContext
 from riddlectl.settings import Settings
 from riddlectl.spool.contract import Spool
 from riddlectl.spool.fs.events import EventLog
-from riddlectl.spool.fs.extractions import ExtractionStore
 from riddlectl.spool.fs.fsspool import FsSpool
 from riddlectl.spool.states import STAGE_OF_INBOX, Queue
+
+# The pipeline, the handlers and the extraction cache are imported by the functions that
+# wire them: commands that only read the spool (`status`, `show`) start without them.
+if TYPE_CHECKING:
+    from riddlectl.document.model import Riddle
+    from riddlectl.pipeline.ledger import Pipeline
+    from riddlectl.pipeline.stages import StageContext
 
 
 def open_spool(
@@ -106,6 +108,8 @@ def event_log(settings: Settings) -> EventLog:
 
 
 def pipeline(settings: Settings, spool: Spool, actor: Actor) -> Pipeline:
+    from riddlectl.pipeline.ledger import Pipeline
+
     policy = RetryPolicy(settings.max_attempts, settings.retry_base, settings.retry_cap)
     events = event_log(settings)
     if isinstance(spool, FsSpool):
@@ -151,11 +155,17 @@ def abandoned_event(
 
 def recover_events(settings: Settings) -> int:
     """Log the events of commits whose writer died before logging them (`events`)."""
+    from riddlectl.pipeline.ledger import event_committed
+
     spool = FsSpool(Path(settings.spool), limits=settings.limits)
     return event_log(settings).recover(lambda event: event_committed(spool, event))
 
 
 def stage_context(settings: Settings, stage: str) -> StageContext:
+    from riddlectl.handlers.registry import load_stage
+    from riddlectl.pipeline.stages import StageContext
+    from riddlectl.spool.fs.extractions import ExtractionStore
+
     handlers = load_stage(stage, settings.handlers_for(stage)) if stage != "manage" else []
     return StageContext(
         data_dir=Path(settings.data_dir),

@@ -13,12 +13,15 @@ import abc
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from riddlectl.document.codec import Limits
-from riddlectl.document.model import ID_RE, Riddle
+from riddlectl.document.ids import ID_RE
 from riddlectl.errors import DocumentTooLarge, DuplicateId, UnknownRiddle
 from riddlectl.spool.states import Queue
+
+if TYPE_CHECKING:
+    from riddlectl.document.model import Riddle
 
 # Claims abandoned in a row (their agent died holding them) before the riddle is poison.
 DEFAULT_MAX_ABANDONED = 5

@@ -13,21 +13,19 @@ before it is let go, so that `doctor` finds none left over.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import heapq
 import os
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from riddlectl.document import codec as documents
 from riddlectl.document.codec import Limits
-from riddlectl.document.ids import new_id
-from riddlectl.document.model import ID_RE, Riddle
+from riddlectl.document.ids import ID_RE, new_id
 from riddlectl.errors import DuplicateId, InvalidDocument
 from riddlectl.identity import Actor
 from riddlectl.spool.contract import (
@@ -54,6 +52,9 @@ from riddlectl.spool.fs.inbox import (
 )
 from riddlectl.spool.fs.locks import Lock
 from riddlectl.spool.states import FINAL, LAYOUT_DIRS, Queue, route
+
+if TYPE_CHECKING:
+    from riddlectl.document.model import Riddle
 
 DROP_IN_GRACE = 5.0
 ADD_GROUP = 64  # riddles stored per group commit by `add` (each holds a lock meanwhile)
@@ -576,6 +577,8 @@ def _best(copy: tuple[Queue, Riddle]) -> tuple[int, int]:
 
 
 def _hashed(name: str) -> str:
+    import hashlib  # rarely needed: not loaded by commands that never meet such a name
+
     return "_" + hashlib.sha256(name.encode("utf-8", "surrogateescape")).hexdigest()[:32]
 
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import orjson
 
 from riddlectl.document.codec import MAX_DOCUMENT_BYTES, read_raw
-from riddlectl.document.model import ID_RE
+from riddlectl.document.ids import ID_RE
 
 RESCAN = 0.25  # seconds a backlog is trusted before the directory is listed again
 UNREADABLE = 2**62  # the priority of a file whose header cannot be read: it goes first
