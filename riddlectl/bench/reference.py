@@ -1,4 +1,4 @@
-"""The physical reference `riddlectl bench` compares the pipeline against (issue 6, item 2).
+"""The physical reference `riddlectl bench` compares the pipeline against.
 
 Measured in one process, on the same filesystem (the same temporary directory) as the
 bench spool:

@@ -57,6 +57,7 @@ def bench(
     quiet_watchdog()
     from riddlectl.bench import peers as peer_bench
     from riddlectl.bench import pipeline as benchmark
+    from riddlectl.bench.summary import render
 
     try:
         chosen = peer_bench.choose(peers) if peers is not None else ()
@@ -73,4 +74,4 @@ def bench(
     if as_json:
         emit_json(outcome)
     else:
-        typer.echo(benchmark.render(outcome))
+        typer.echo(render(outcome))
