@@ -81,19 +81,20 @@ def _time(command: list[str], env: dict[str, str]) -> float:
 def _outcome(
     timed: dict[str, list[str]], samples: dict[str, list[float]], runs: int
 ) -> dict[str, Any]:
+    median = {name: statistics.median(times) for name, times in samples.items()}
+    best = {name: min(times) for name, times in samples.items()}
     figures = {
         name: {
             "command": " ".join(Path(a).name if i == 0 else a for i, a in enumerate(command)),
-            "median_ms": round(statistics.median(samples[name]) * 1000, 2),
-            "best_ms": round(min(samples[name]) * 1000, 2),
+            "median_ms": round(median[name] * 1000, 2),
+            "best_ms": round(best[name] * 1000, 2),
         }
         for name, command in timed.items()
     }
-    base = figures["typer_pydantic"]
     ratios = {
         name: {
-            "median": round(figures[name]["median_ms"] / base["median_ms"], 3),
-            "best": round(figures[name]["best_ms"] / base["best_ms"], 3),
+            "median": round(median[name] / median["typer_pydantic"], 3),
+            "best": round(best[name] / best["typer_pydantic"], 3),
         }
         for name in ("status", "version")
     }

@@ -24,6 +24,7 @@ from riddlectl.settings import ENV_VARS
 
 # Command name -> the module (in riddlectl.cli) that defines it, in the order `--help`
 # lists them: the way through the pipeline first, then inspecting, acting, and the rest.
+# A new command is registered on its module's `app` and named here.
 COMMANDS: dict[str, str] = {
     "init": "submit",
     "submit": "submit",
@@ -46,10 +47,11 @@ COMMANDS: dict[str, str] = {
 
 
 class LazyGroup(TyperGroup):
-    """The root command's group: a command's module is imported when it is first asked for.
+    """The root command's group: a command's module is imported, and the command built,
+    when it is first asked for (to run it, to show its help, to complete it).
 
     Every module defines `app`, a `typer.Typer` (see `common.command_group`) holding its
-    commands; a command is built once, when first asked for.
+    commands.
     """
 
     def list_commands(self, ctx: Any) -> list[str]:
@@ -61,16 +63,15 @@ class LazyGroup(TyperGroup):
         return self.commands.get(cmd_name)
 
     def resolve_command(self, ctx: Any, args: list[str]) -> Any:
-        name = args[0] if args else ""
-        if name in COMMANDS or name.startswith("-") or ctx.resilient_parsing:
-            return super().resolve_command(ctx, args)
-        # typer suggests among the commands built so far; suggest among all of them.
-        import difflib
+        unknown = args and args[0] not in COMMANDS and not args[0].startswith("-")
+        if unknown and not ctx.resilient_parsing:
+            # typer suggests among the commands built so far; suggest among all of them.
+            import difflib
 
-        close = difflib.get_close_matches(name, list(COMMANDS))
-        hint = f". Did you mean {', '.join(repr(c) for c in close)}?" if close else "."
-        ctx.fail(f"No such command {name!r}{hint}")
-        raise AssertionError("unreachable: ctx.fail raises")
+            close = difflib.get_close_matches(args[0], list(COMMANDS))
+            hint = f". Did you mean {', '.join(repr(c) for c in close)}?" if close else "."
+            ctx.fail(f"No such command {args[0]!r}{hint}")
+        return super().resolve_command(ctx, args)
 
 
 def _load(name: str) -> Any:

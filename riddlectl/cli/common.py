@@ -121,7 +121,7 @@ def quiet_watchdog() -> None:
 def read_ids(ids: list[str]) -> list[str]:
     """Ids from arguments, where `-` stands for whitespace-separated ids on stdin; an id
     given twice is kept once, where it first came."""
-    out = []
+    out: list[str] = []
     for value in ids:
         out += sys.stdin.read().split() if value == "-" else [value]
     return list(dict.fromkeys(out))

@@ -21,7 +21,8 @@ def peers_json(*args: str) -> dict[str, Any]:
     argv = [sys.executable, "-m", "riddlectl.bench.peers", *args, "--json"]
     done = subprocess.run(argv, capture_output=True, timeout=150)
     assert done.returncode == 0, done.stderr.decode()[-3000:]
-    return orjson.loads(done.stdout)
+    outcome: dict[str, Any] = orjson.loads(done.stdout)
+    return outcome
 
 
 @pytest.mark.timeout(180)

@@ -19,7 +19,7 @@ from riddlectl.bench.peers.workload import NEXT, step
 
 
 def _queue(base: str, stage: str) -> Any:
-    from dirq.QueueSimple import QueueSimple
+    from dirq.QueueSimple import QueueSimple  # type: ignore[import-untyped]
 
     return QueueSimple(os.path.join(base, stage))
 
