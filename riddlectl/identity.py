@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import os
-import socket
 from dataclasses import dataclass, field
 from functools import cache
 
 
 @cache
 def hostname() -> str:
+    import socket  # only commands that act load it
+
     return socket.gethostname()
 
 

@@ -8,20 +8,23 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from riddlectl import spool as spools
-from riddlectl.document.model import Riddle
-from riddlectl.handlers.registry import load_stage
 from riddlectl.identity import Actor
-from riddlectl.pipeline.ledger import Pipeline, event_committed
 from riddlectl.pipeline.retry import RetryPolicy
-from riddlectl.pipeline.stages import StageContext
 from riddlectl.settings import Settings
 from riddlectl.spool import spool_error
 from riddlectl.spool.contract import Spool
 from riddlectl.spool.events import EventLog
 from riddlectl.spool.states import STAGE_OF_INBOX, Queue
+
+# The pipeline, the handlers and the extraction cache are imported by the functions that
+# wire them: commands that only read the spool (`status`, `show`) start without them.
+if TYPE_CHECKING:
+    from riddlectl.document.model import Riddle
+    from riddlectl.pipeline.ledger import Pipeline
+    from riddlectl.pipeline.stages import StageContext
 
 __all__ = ["open_spool", "pipeline", "spool_error", "stage_context"]
 
@@ -59,6 +62,8 @@ def event_log(settings: Settings) -> EventLog:
 
 
 def pipeline(settings: Settings, spool: Spool, actor: Actor) -> Pipeline:
+    from riddlectl.pipeline.ledger import Pipeline
+
     policy = RetryPolicy(settings.max_attempts, settings.retry_base, settings.retry_cap)
     events = spool.events
     spool.on_corrupt = lambda queue, name, reason: events.append(
@@ -103,11 +108,16 @@ def abandoned_event(
 
 def recover_events(settings: Settings) -> int:
     """Log the events of commits whose writer died before logging them (`events`)."""
+    from riddlectl.pipeline.ledger import event_committed
+
     spool = open_spool(settings, create=False)
     return spool.events.recover(lambda event: event_committed(spool, event))
 
 
 def stage_context(settings: Settings, stage: str, spool: Spool) -> StageContext:
+    from riddlectl.handlers.registry import load_stage
+    from riddlectl.pipeline.stages import StageContext
+
     handlers = load_stage(stage, settings.handlers_for(stage)) if stage != "manage" else []
     return StageContext(
         data_dir=Path(settings.data_dir),

@@ -7,7 +7,6 @@ was given. Relative paths are relative to the current directory, like every Unix
 from __future__ import annotations
 
 import os
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -100,12 +99,18 @@ def _convert(name: str, value: Any, source: str) -> Any:
 
 def _from_config(path: Path) -> dict[str, Any]:
     try:
-        raw = tomllib.loads(path.read_text("utf-8"))
+        text = path.read_text("utf-8")
     except (FileNotFoundError, NotADirectoryError):
         return {}  # no config; a spool that is not a directory is refused where it is used
     except OSError as exc:
         raise SpoolUnusable(f"cannot read: {exc.strerror}", where=str(path)) from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"does not parse: {exc}", where=str(path)) from None
+    import tomllib  # only for a spool that has a config file
+
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"does not parse: {exc}", where=str(path)) from None
     known = {f.name for f in fields(Settings)} - {"spool"}
     out: dict[str, Any] = {}

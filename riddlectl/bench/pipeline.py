@@ -6,28 +6,31 @@ works as it would for real riddles), and the reference's scratch directories.
 
 How it measures, in this order:
 
-1. **reference** (`riddlectl.bench.reference`): a single-process loop doing four transitions per
-   riddle (read, orjson parse, write temp, fsync, rename, fsync the directory, unlink),
-   with fsync and without, on a document like the ones bench submits; and the watchdog
-   (inotify) wake-up latency. Measured before any agent starts, on the same filesystem.
-2. The **real agents** start: `riddlectl --spool S --data-dir D agent STAGE` for extract,
+1. The **real agents** start: `riddlectl --spool S --data-dir D agent STAGE` for extract,
    solve, validate and manage, K processes per stage, `RIDDLECTL_FSYNC=0` with
    `--no-fsync`. A few warm-up riddles go through first (and prove the agents are up).
-3. **latency**: riddles submitted one at a time through the library
+2. **latency**: riddles submitted one at a time through the library
    (`submit.prepare` + `submit.submit`), each waited for (polling `done/ID.json` every
    0.5 ms) before the next: submit→done p50/p99 at low load.
-4. **throughput**: the agents already running, N riddles are submitted through the
+3. **throughput**: the agents already running, N riddles are submitted through the
    library in batches of 100 (like `riddlectl submit` of a 100-riddle file); riddles/s
    from the first submit to the moment the last one is seen in `done/` (or `failed/`),
    polled every 5 ms. The submit rate is N over the time the submitting took, with the
    agents running beside it. CPU per riddle is the agents' user+sys CPU
    (`/proc/PID/stat`) during this phase over N.
-5. Just before the agents are stopped (SIGTERM, then waited for): each agent's peak RSS
+4. Just before the agents are stopped (SIGTERM, then waited for): each agent's peak RSS
    (`VmHWM`) and current RSS (`VmRSS`) from `/proc/PID/status`.
+5. **reference** (`riddlectl.bench.reference`): a single-process loop doing four
+   transitions per riddle (read, orjson parse, write temp, fsync, rename, fsync the
+   directory, unlink), with fsync and without, on a document like the ones bench submits;
+   and the watchdog (inotify) wake-up latency. Measured after the agents have stopped, on
+   the same filesystem (why after: see `run_bench`).
 6. **status** (only with `status_riddles` > 0): a second spool filled (dropped in, not
    timed) with that many finished riddles copied from a real done document, then the
    `riddlectl status` command (a subprocess, median of 3) and the library calls behind
    it (`report.counts` + `report.recent` + summaries) are timed.
+7. **peers** (only with `peers`): the same pipeline on other queues, with the same
+   number of riddles (`riddlectl.bench.peers`), each in a fresh directory of its own.
 
 A phase where no riddle finishes for `stall_timeout` seconds stops the run: the agents
 are stopped and the outcome holds what finished, with `error` set.
@@ -46,22 +49,18 @@ The outcome (`run_bench`; `riddlectl bench --json` prints it) has these fields:
 - `agents`: one per process: `stage`, `pid`, `cpu_s` (whole life), `peak_rss_kb`,
   `rss_kb`, `exit_code`
 - `status`: null, or `riddles`, `build_s`, `command_s`, `library_s`
-- `ratios`: `throughput` (pipeline riddles/s over the reference's in the same fsync
-  mode), `latency_p50` (p50 over one transition in that mode + one inotify wake-up)
-- `targets`: `throughput_durable` (≥ 1.5), `throughput_no_fsync` (≥ 0.6), `latency_p50`
-  (≤ 4), `status_100k` (seconds over 100,000 riddles, < 1): each `ratio`, `limit`,
-  `compare`, `holds` (null when not measured in this run: the throughput target of the
-  other fsync mode, status below 100,000 riddles).
+- `peers`: null, or one object per peer: `name`, `durable`, `wakeup`, `skipped` (null,
+  or why: its library is missing), `error`, and `latency`, `submit`, `throughput`
+  (`riddles`, `done`, `seconds`, `per_s`), `cpu`, `workers` shaped as above
+- `ratios`, `targets`: see `riddlectl.bench.summary.judge`.
 """
 
 from __future__ import annotations
 
 import os
-import platform
 import shutil
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -73,6 +72,14 @@ import orjson
 
 from riddlectl import runtime
 from riddlectl.bench import reference
+from riddlectl.bench.measure import (
+    cpu_seconds,
+    latency_figures,
+    machine,
+    process_figures,
+    riddlectl_argv,
+)
+from riddlectl.bench.summary import judge
 from riddlectl.document import codec as documents
 from riddlectl.identity import Actor
 from riddlectl.ops import report
@@ -84,7 +91,6 @@ from riddlectl.spool.states import Queue
 STAGES = ("extract", "solve", "validate", "manage")
 LATENCY_POLL = 0.0005
 THROUGHPUT_POLL = 0.005
-CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
 @dataclass(frozen=True)
@@ -102,6 +108,7 @@ class BenchOptions:
     wake_samples: int = 50
     stall_timeout: float = 30.0  # seconds without any riddle finishing
     latency_cap: float = 15.0  # seconds for the whole latency phase (then `capped`)
+    peers: tuple[str, ...] = ()  # other queues run after riddlectl (bench.peers)
 
 
 class Stalled(Exception):
@@ -172,11 +179,6 @@ def _make_data(directory: Path, files: int) -> None:
 # -- agent processes ----------------------------------------------------------------------------
 
 
-def _riddlectl() -> list[str]:
-    exe = Path(sys.executable).with_name("riddlectl")
-    return [str(exe)] if exe.exists() else [sys.executable, "-m", "riddlectl"]
-
-
 class Agents:
     """The real agent processes, K per stage, with their CPU and memory from /proc."""
 
@@ -184,7 +186,7 @@ class Agents:
         env = {k: v for k, v in os.environ.items() if not k.startswith("RIDDLECTL_")}
         env.pop("SOLUTION_MAX_TRIALS", None)
         env[ENV_VARS["fsync"]] = "1" if bench.options.fsync else "0"
-        base = [*_riddlectl(), "--spool", str(bench.spool), "--data-dir", str(bench.data)]
+        base = [*riddlectl_argv(), "--spool", str(bench.spool), "--data-dir", str(bench.data)]
         self.log = log
         with log.open("ab") as out:
             self.procs = [
@@ -206,11 +208,11 @@ class Agents:
         return " | ".join(lines[-3:]) or "no output"
 
     def cpu_seconds(self) -> float:
-        return sum(_cpu(proc.pid) for _, proc in self.procs)
+        return sum(cpu_seconds(proc.pid) for _, proc in self.procs)
 
     def stop(self) -> list[dict[str, Any]]:
         """Memory and CPU of each agent, read just before SIGTERM; then wait for them."""
-        found = [_agent_figures(stage, proc.pid) for stage, proc in self.procs]
+        found = [process_figures(stage, proc.pid) for stage, proc in self.procs]
         for _, proc in self.procs:
             if proc.poll() is None:
                 proc.terminate()
@@ -221,33 +223,6 @@ class Agents:
                 proc.kill()
                 figures["exit_code"] = proc.wait(5)
         return found
-
-
-def _cpu(pid: int) -> float:
-    """utime + stime (+ reaped children's) of a process, in seconds; 0 once it is gone."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except (OSError, IndexError):
-        return 0.0
-    return sum(int(fields[i]) for i in (11, 12, 13, 14)) / CLK_TCK
-
-
-def _agent_figures(stage: str, pid: int) -> dict[str, Any]:
-    memory: dict[str, int] = {}
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            key, _, value = line.partition(":")
-            if key in ("VmHWM", "VmRSS"):
-                memory[key] = int(value.split()[0])
-    except OSError:
-        pass
-    return {
-        "stage": stage,
-        "pid": pid,
-        "cpu_s": round(_cpu(pid), 3),
-        "peak_rss_kb": memory.get("VmHWM"),
-        "rss_kb": memory.get("VmRSS"),
-    }
 
 
 # -- waiting ------------------------------------------------------------------------------------
@@ -323,31 +298,10 @@ def latency_phase(bench: Bench, agents: Agents, out: dict[str, Any]) -> None:
         bench.submit([bench.doc(riddle_id, index)])
         failed += wait_one(bench, riddle_id, agents.check) == "failed"
         samples.append((time.perf_counter() - sent) * 1000)
-        out["latency"] = _latency_figures(samples, failed, capped=False)
+        out["latency"] = latency_figures(samples, failed, capped=False)
         if time.perf_counter() - started > options.latency_cap:
             out["latency"]["capped"] = True
             break
-
-
-def _latency_figures(samples: list[float], failed: int, capped: bool) -> dict[str, Any]:
-    ordered = sorted(samples)
-    return {
-        "riddles": len(samples),
-        "failed": failed,
-        "p50_ms": round(_percentile(ordered, 50), 3),
-        "p99_ms": round(_percentile(ordered, 99), 3),
-        "mean_ms": round(statistics.fmean(ordered), 3),
-        "max_ms": round(ordered[-1], 3),
-        "capped": capped,
-    }
-
-
-def _percentile(ordered: list[float], p: float) -> float:
-    """Linear interpolation between the closest ranks."""
-    k = (len(ordered) - 1) * p / 100
-    low = int(k)
-    high = min(low + 1, len(ordered) - 1)
-    return ordered[low] + (ordered[high] - ordered[low]) * (k - low)
 
 
 def throughput_phase(bench: Bench, agents: Agents, out: dict[str, Any]) -> None:
@@ -400,7 +354,7 @@ def status_phase(root: Path, template: bytes, count: int, data: Path) -> dict[st
     started = time.perf_counter()
     _fill(spool, orjson.loads(template), count)
     build = time.perf_counter() - started
-    argv = [*_riddlectl(), "--spool", str(root), "--data-dir", str(data), "status"]
+    argv = [*riddlectl_argv(), "--spool", str(root), "--data-dir", str(data), "status"]
     command = _median_time(
         lambda: subprocess.run(argv, capture_output=True, timeout=300, check=True)
     )
@@ -451,20 +405,12 @@ def _median_time(action: Callable[[], object], reps: int = 3) -> float:
 # -- the whole run ------------------------------------------------------------------------------
 
 
-def machine() -> dict[str, Any]:
-    return {
-        "cpus": os.cpu_count(),
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-        "tmpdir": tempfile.gettempdir(),
-    }
-
-
 def run_bench(options: BenchOptions) -> dict[str, Any]:
     """Run every phase in a temporary directory; the outcome as a JSON-able dict."""
     out: dict[str, Any] = {"version": 1, "error": None, "machine": machine()}
     out["options"] = asdict(options)
     out.update(latency=None, submit=None, throughput=None, cpu=None, agents=[], status=None)
+    out["peers"] = None
     with tempfile.TemporaryDirectory(prefix="riddlectl-bench-") as tmp:
         root = Path(tmp)
         bench = Bench(root, options)
@@ -487,91 +433,24 @@ def run_bench(options: BenchOptions) -> dict[str, Any]:
             out["status"] = status_phase(
                 root / "status", template, options.status_riddles, bench.data
             )
+    if options.peers:
+        out["peers"] = peers_phase(options)
     out["ratios"], out["targets"] = judge(out, options)
     return out
 
 
-def judge(out: dict[str, Any], options: BenchOptions) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Ratios against the reference, and each target (docs/performance.md) and whether it holds."""
-    ref = out["reference"]
-    mode = ref["fsync" if options.fsync else "no_fsync"]
-    tput = out["throughput"]["per_s"] / mode["riddles_per_s"] if out["throughput"] else None
-    budget = mode["transition_ms"] + (ref["inotify_wakeup"]["median_ms"] or 0.0)
-    lat = out["latency"]["p50_ms"] / budget if out["latency"] else None
-    status = out["status"]["command_s"] if out["status"] else None
-    big = options.status_riddles >= 100_000
-    ratios = {"throughput": _round(tput), "latency_p50": _round(lat)}
-    targets = {
-        "throughput_durable": _target(tput if options.fsync else None, ">=", 1.5),
-        "throughput_no_fsync": _target(None if options.fsync else tput, ">=", 0.6),
-        "latency_p50": _target(lat, "<=", 4.0),
-        "status_100k": _target(status if big else None, "<", 1.0),
-    }
-    return ratios, targets
+def peers_phase(options: BenchOptions) -> list[dict[str, Any]]:
+    """The peers, last and in a temporary directory of their own: a fresh top-level
+    directory lands elsewhere on the disk than the inodes riddlectl's run just freed."""
+    from riddlectl.bench.peers.driver import PeerOptions, run_peers
 
-
-def _round(value: float | None) -> float | None:
-    return None if value is None else round(value, 3)
-
-
-def _target(ratio: float | None, compare: str, limit: float) -> dict[str, Any]:
-    holds = None
-    if ratio is not None:
-        holds = (
-            ratio >= limit
-            if compare == ">="
-            else ratio <= limit
-            if compare == "<="
-            else ratio < limit
-        )
-    return {"ratio": _round(ratio), "limit": limit, "compare": compare, "holds": holds}
-
-
-def render(outcome: dict[str, Any]) -> str:
-    """The outcome for people: one line per figure, then the targets."""
-    ref = outcome["reference"]
-    lines = [
-        f"reference: {ref['fsync']['riddles_per_s']:g} riddles/s with fsync, "
-        f"{ref['no_fsync']['riddles_per_s']:g} without; inotify wake-up "
-        f"{ref['inotify_wakeup']['median_ms']} ms; file create {ref['file_create_us']} us"
-    ]
-    lines += _pipeline_lines(outcome)
-    for name, target in outcome["targets"].items():
-        rule = f"{target['compare']} {target['limit']:g}"
-        if target["holds"] is None:
-            lines.append(f"target {name} ({rule}): not measured")
-        else:
-            verdict = "holds" if target["holds"] else "MISSED"
-            lines.append(f"target {name}: {target['ratio']} {rule}: {verdict}")
-    if outcome["error"]:
-        lines.append(f"error: {outcome['error']}")
-    return "\n".join(lines)
-
-
-def _pipeline_lines(outcome: dict[str, Any]) -> list[str]:
-    lines = []
-    if outcome["submit"]:
-        lines.append(f"submit: {outcome['submit']['per_s']:g} riddles/s")
-    if outcome["throughput"]:
-        t, c = outcome["throughput"], outcome["cpu"]
-        lines.append(
-            f"throughput: {t['per_s']:g} riddles/s ({t['done']} done, {t['failed']} failed "
-            f"in {t['seconds']:.2f} s), CPU {c['ms_per_riddle']:.2f} ms/riddle"
-        )
-    if outcome["latency"]:
-        lat = outcome["latency"]
-        capped = ", capped" if lat["capped"] else ""
-        lines.append(
-            f"latency: p50 {lat['p50_ms']:.2f} ms, p99 {lat['p99_ms']:.2f} ms "
-            f"({lat['riddles']} riddles{capped})"
-        )
-    peaks = ", ".join(f"{a['stage']} {a['peak_rss_kb']}" for a in outcome["agents"])
-    if peaks:
-        lines.append(f"agents' peak RSS (kB): {peaks}")
-    if outcome["status"]:
-        s = outcome["status"]
-        lines.append(
-            f"status over {s['riddles']} riddles: {s['command_s']:.3f} s "
-            f"(library {s['library_s']:.3f} s)"
-        )
-    return lines
+    peer_options = PeerOptions(
+        riddles=options.riddles,
+        latency_riddles=options.latency_riddles,
+        warmup_riddles=options.warmup_riddles,
+        fsync=options.fsync,
+        stall_timeout=options.stall_timeout,
+        latency_cap=options.latency_cap,
+    )
+    with tempfile.TemporaryDirectory(prefix="riddlectl-peers-") as tmp:
+        return run_peers(options.peers, Path(tmp), peer_options)

@@ -8,9 +8,9 @@ from typing import Annotated, Any
 import typer
 
 from riddlectl import runtime
-from riddlectl.cli.app import (
+from riddlectl.cli.common import (
     actor,
-    app,
+    command_group,
     emit_json,
     fail,
     guarded,
@@ -21,6 +21,8 @@ from riddlectl.errors import ExitCode, RiddleError
 from riddlectl.ops import admin
 from riddlectl.ops.doctor import examine
 from riddlectl.spool.states import Queue
+
+app = command_group()
 
 # -- acting on riddles -------------------------------------------------------------------------
 

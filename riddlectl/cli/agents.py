@@ -1,4 +1,4 @@
-"""Running agents: `run`, `agent`, and `bench`."""
+"""Running agents: `run` and `agent`."""
 
 from __future__ import annotations
 
@@ -12,16 +12,19 @@ import typer
 from riddlectl import runtime
 from riddlectl.agent.supervisor import RunSummary
 from riddlectl.agent.supervisor import run as run_agents
-from riddlectl.cli.app import (
-    app,
+from riddlectl.cli.common import (
+    command_group,
     emit_json,
     fail,
     guarded,
+    quiet_watchdog,
     resolve,
 )
 from riddlectl.errors import ExitCode, RiddleError
 from riddlectl.settings import ENV_VARS
 from riddlectl.spool.states import STAGES
+
+app = command_group()
 
 # -- run, agent -----------------------------------------------------------------------------------
 
@@ -115,6 +118,7 @@ def run(
     # Only `init` makes a spool. A long-running agent waits out a read-only spool; a
     # --once run (cron) is told at once.
     runtime.open_spool(settings, create=False, writable=once)
+    quiet_watchdog()
     stop, hurry = _stop_on_signals()
     if quiet or as_json or not sys.stdout.isatty():
         summary = run_agents(
@@ -163,6 +167,7 @@ def agent(
         ctx, timeout=timeout, max_attempts=max_attempts, max_trials=max_trials, handlers=handlers
     )
     runtime.open_spool(settings, create=False, writable=once)  # as for `run`
+    quiet_watchdog()
     stop, hurry = _stop_on_signals()
     summary = run_agents(
         settings,
@@ -186,32 +191,3 @@ def _finish(summary: RunSummary, quiet: bool, as_json: bool, once: bool) -> None
         )
     if once and summary.failed_count:
         raise typer.Exit(int(ExitCode.FAILED))
-
-
-@app.command()
-@guarded
-def bench(
-    riddles: Annotated[
-        int, typer.Option(help="Generated riddles for the throughput run.", min=1)
-    ] = 2000,
-    agents_per_stage: Annotated[int, typer.Option(help="Agent processes per stage.", min=1)] = 1,
-    no_fsync: Annotated[bool, typer.Option("--no-fsync", help="Writes without fsync.")] = False,
-    status_riddles: Annotated[
-        int, typer.Option(help="Also time `status` over a spool this large.", min=0)
-    ] = 0,
-    as_json: Annotated[bool, typer.Option("--json", help="One JSON object.")] = False,
-) -> None:
-    """Run the built-in pipeline on generated riddles in a temporary spool; report speed."""
-    from riddlectl.bench import pipeline as benchmark
-
-    options = benchmark.BenchOptions(
-        riddles=riddles,
-        agents_per_stage=agents_per_stage,
-        fsync=not no_fsync,
-        status_riddles=status_riddles,
-    )
-    outcome = benchmark.run_bench(options)
-    if as_json:
-        emit_json(outcome)
-    else:
-        typer.echo(benchmark.render(outcome))

@@ -1,32 +1,96 @@
-"""The command line: a thin typer layer over the library.
+"""The `riddlectl` command: global options, and every command loaded on demand.
 
 Each command parses its options, resolves the settings once, calls one library function,
 renders the result for people (or as JSON), and maps errors to the exit codes of
 docs/reference.md#exit-codes.
+The commands live in their own modules, named in `COMMANDS`; only the module of the
+command being run is imported, so `riddlectl status` does not pay for the agent runner,
+the doctor or the handlers. `--help` and shell completion load them all.
 """
 
 from __future__ import annotations
 
-import contextlib
-import functools
-import logging
+import importlib
 import os
 import sys
-from collections.abc import Callable
-from importlib.metadata import version as package_version
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any
 
-import orjson
 import typer
+from typer.core import TyperGroup
 
-from riddlectl import settings as settings_mod
-from riddlectl.errors import ExitCode, RiddleError
-from riddlectl.identity import Actor
-from riddlectl.runtime import spool_error
-from riddlectl.settings import ENV_VARS, Settings
+from riddlectl.cli.common import quiet_stdout
+from riddlectl.errors import ExitCode
+from riddlectl.settings import ENV_VARS
+
+# Command name -> the module (in riddlectl.cli) that defines it, in the order `--help`
+# lists them: the way through the pipeline first, then inspecting, acting, and the rest.
+# A new command is registered on its module's `app` and named here.
+COMMANDS: dict[str, str] = {
+    "init": "submit",
+    "submit": "submit",
+    "run": "agents",
+    "agent": "agents",
+    "status": "query",
+    "show": "query",
+    "result": "query",
+    "events": "query",
+    "retry": "admin",
+    "hold": "admin",
+    "release": "admin",
+    "cancel": "admin",
+    "purge": "admin",
+    "doctor": "admin",
+    "cache": "cache",
+    "schema": "submit",
+    "bench": "bench",
+}
+
+
+class LazyGroup(TyperGroup):
+    """The root command's group: a command's module is imported, and the command built,
+    when it is first asked for (to run it, to show its help, to complete it).
+
+    Every module defines `app`, a `typer.Typer` (see `common.command_group`) holding its
+    commands.
+    """
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        if cmd_name not in self.commands and cmd_name in COMMANDS:
+            self.commands[cmd_name] = _load(cmd_name)
+        return self.commands.get(cmd_name)
+
+    def resolve_command(self, ctx: Any, args: list[str]) -> Any:
+        unknown = args and args[0] not in COMMANDS and not args[0].startswith("-")
+        if unknown and not ctx.resilient_parsing:
+            # typer suggests among the commands built so far; suggest among all of them.
+            import difflib
+
+            close = difflib.get_close_matches(args[0], list(COMMANDS))
+            hint = f". Did you mean {', '.join(repr(c) for c in close)}?" if close else "."
+            ctx.fail(f"No such command {args[0]!r}{hint}")
+        return super().resolve_command(ctx, args)
+
+
+def _load(name: str) -> Any:
+    """The click command `name`, built from its module's `app` (only that command: typer
+    reads every parameter's annotations, which is worth skipping for the others)."""
+    commands = importlib.import_module(f"riddlectl.cli.{COMMANDS[name]}").app
+    for info in commands.registered_commands:
+        if (info.name or typer.main.get_command_name(info.callback.__name__)) == name:
+            return typer.main.get_command_from_info(
+                info,
+                pretty_exceptions_short=commands.pretty_exceptions_short,
+                rich_markup_mode=commands.rich_markup_mode,
+            )
+    return typer.main.get_group(commands).commands[name]  # a group of its own (`cache`)
+
 
 app = typer.Typer(
+    cls=LazyGroup,
     name="riddlectl",
     help="Run multi-agent riddle solving over a crash-safe filesystem spool.",
     no_args_is_help=True,
@@ -35,62 +99,12 @@ app = typer.Typer(
     rich_markup_mode=None,
 )
 
-F = TypeVar("F", bound=Callable[..., Any])
-
-
-def guarded(fn: F) -> F:
-    """Turn library errors into one stderr line and the documented exit code.
-
-    Any `OSError` that gets this far is the spool's (or the data directory's) doing: a
-    full or read-only disk, a path that is not a directory. It becomes one line naming
-    the path, with exit 5.
-    """
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return fn(*args, **kwargs)
-        except RiddleError as exc:
-            fail(str(exc), exc.exit_code)
-        except TimeoutError as exc:
-            fail(str(exc), ExitCode.TIMEOUT)
-        except BrokenPipeError:  # `riddlectl status --jsonl | head`
-            _quiet_stdout()
-            raise typer.Exit(0) from None
-        except OSError as exc:
-            flags = getattr(kwargs.get("ctx"), "obj", None) or {}
-            fail(str(spool_error(exc, settings_mod.spool_path(flags))), ExitCode.SPOOL_UNUSABLE)
-
-    return wrapper  # type: ignore[return-value]
-
-
-def _quiet_stdout() -> None:
-    """After a closed pipe, point stdout at /dev/null so the exit flush cannot fail again."""
-    with contextlib.suppress(OSError):
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        os.close(devnull)
-
-
-def fail(message: str, code: int) -> None:
-    typer.echo(f"riddlectl: {message}", err=True)
-    raise typer.Exit(int(code))
-
-
-def emit_json(value: Any) -> None:
-    sys.stdout.buffer.write(orjson.dumps(value, option=orjson.OPT_INDENT_2) + b"\n")
-    sys.stdout.flush()
-
-
-def emit_jsonl(values: list[Any]) -> None:
-    for value in values:
-        sys.stdout.buffer.write(orjson.dumps(value) + b"\n")
-    sys.stdout.flush()
-
 
 def _print_version(value: bool) -> None:
     if value:
-        typer.echo(f"riddlectl {package_version('riddlectl')}")
+        from importlib.metadata import version
+
+        typer.echo(f"riddlectl {version('riddlectl')}")
         raise typer.Exit(0)
 
 
@@ -127,34 +141,8 @@ def main_options(
     ctx.obj = {"spool": spool, "data_dir": data_dir}
 
 
-def resolve(ctx: typer.Context, **flags: Any) -> Settings:
-    """Settings for this command: the global options plus the command's own flags."""
-    try:
-        return settings_mod.resolve({**(ctx.obj or {}), **flags})
-    except RiddleError as exc:
-        fail(str(exc), exc.exit_code)
-        raise  # unreachable; fail() raises
-
-
-def actor(command: str) -> Actor:
-    return Actor(command)
-
-
-def read_ids(ids: list[str]) -> list[str]:
-    """Ids from arguments, where `-` stands for whitespace-separated ids on stdin; an id
-    given twice is kept once, where it first came."""
-    out = []
-    for value in ids:
-        out += sys.stdin.read().split() if value == "-" else [value]
-    return list(dict.fromkeys(out))
-
-
 def main(argv: list[str] | None = None) -> None:
     """The `riddlectl` command: every way out is an exit code, never a traceback."""
-    # watchdog logs an error when an observer stops while events are queued; harmless at
-    # shutdown, and stderr is for our one-line errors.
-    logging.getLogger("watchdog").addHandler(logging.NullHandler())
-    logging.getLogger("watchdog").propagate = False
     try:
         # Not standalone: click's own error display is a usage block; ours is one line.
         code = app(args=argv, prog_name="riddlectl", standalone_mode=False)
@@ -163,7 +151,7 @@ def main(argv: list[str] | None = None) -> None:
     except typer.Abort:  # end of input at a prompt
         code = 130
     except BrokenPipeError:
-        _quiet_stdout()
+        quiet_stdout()
         code = 0
     except Exception as exc:  # a bug: still one line, the traceback on request
         if os.environ.get("RIDDLECTL_DEBUG"):

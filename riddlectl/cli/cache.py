@@ -8,10 +8,11 @@ from typing import Annotated
 import typer
 
 from riddlectl import runtime
-from riddlectl.cli.app import app, guarded, resolve
+from riddlectl.cli.common import command_group, guarded, resolve
 from riddlectl.errors import SpoolUnusable
 
-cache_app = typer.Typer(
+app = command_group()
+cache_app = command_group(
     help="The extraction cache (cache/extractions/ in the spool).", no_args_is_help=True
 )
 app.add_typer(cache_app, name="cache")

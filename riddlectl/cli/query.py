@@ -12,8 +12,8 @@ import orjson
 import typer
 
 from riddlectl import runtime
-from riddlectl.cli.app import (
-    app,
+from riddlectl.cli.common import (
+    command_group,
     emit_json,
     emit_jsonl,
     fail,
@@ -23,6 +23,8 @@ from riddlectl.cli.app import (
 )
 from riddlectl.errors import ExitCode
 from riddlectl.ops import report
+
+app = command_group()
 
 # -- status, show, result -------------------------------------------------------------------------
 

@@ -10,9 +10,9 @@ import typer
 
 from riddlectl import runtime
 from riddlectl import settings as settings_mod
-from riddlectl.cli.app import (
+from riddlectl.cli.common import (
     actor,
-    app,
+    command_group,
     emit_json,
     guarded,
     resolve,
@@ -22,6 +22,8 @@ from riddlectl.document.model import riddle_json_schema
 from riddlectl.errors import RiddleError
 from riddlectl.ops import report
 from riddlectl.ops import submit as submitting
+
+app = command_group()
 
 # -- init, schema -------------------------------------------------------------------------------
 

@@ -11,13 +11,14 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from stat import S_ISREG
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
-from pydantic import ValidationError
 
-from riddlectl.document.model import Riddle
 from riddlectl.errors import InvalidDocument
+
+if TYPE_CHECKING:
+    from riddlectl.document.model import Riddle
 
 MAX_DOCUMENT_BYTES = 4 * 1024 * 1024  # the default of the setting `max_document_bytes`
 MIN_DOCUMENT_BYTES = 64 * 1024  # below this, a riddle's own history would crowd it out
@@ -236,6 +237,12 @@ def _legacy_item(item: dict[str, Any]) -> dict[str, Any]:
 
 def to_riddle(obj: Any, where: str, default_id: str | None = None) -> Riddle:
     """Validate one parsed document; the first problem is reported with its field path."""
+    # Imported here: building the pydantic models is most of a short command's start,
+    # and a command that reads no document (`status` on an empty spool) never needs them.
+    from pydantic import ValidationError
+
+    from riddlectl.document.model import Riddle
+
     if not isinstance(obj, dict):
         raise InvalidDocument(f"expected a JSON object, got {type(obj).__name__}", where=where)
     if is_legacy(obj):

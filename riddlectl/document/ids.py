@@ -8,11 +8,14 @@ coordination. Within one process they are strictly increasing.
 from __future__ import annotations
 
 import os
+import re
 import threading
 import time
 
-from riddlectl.document.model import ID_PATTERN, ID_RE
 from riddlectl.errors import InvalidDocument
+
+ID_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}"
+ID_RE = re.compile(ID_PATTERN)
 
 _ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"
 _lock = threading.Lock()

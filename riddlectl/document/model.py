@@ -7,13 +7,11 @@ with orjson (see `jsonio`).
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-ID_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}"
-ID_RE = re.compile(ID_PATTERN)
+from riddlectl.document.ids import ID_PATTERN, ID_RE
 
 STEPS = ("extract", "solve", "validate")
 

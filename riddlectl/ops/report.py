@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from riddlectl.document.model import Riddle
 from riddlectl.errors import InvalidDocument, UnknownRiddle, WaitTimeout
 from riddlectl.spool.contract import Spool
 from riddlectl.spool.states import FINAL, INBOX, Queue
+
+if TYPE_CHECKING:
+    from riddlectl.document.model import Riddle
 
 CORRUPT = "corrupt"  # not a queue of riddles, but listed by `status --stage corrupt`
 

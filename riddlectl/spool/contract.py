@@ -17,14 +17,17 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from riddlectl.document.codec import Limits
-from riddlectl.document.model import ID_RE, Riddle
+from riddlectl.document.ids import ID_RE
 from riddlectl.errors import DocumentTooLarge, DuplicateId, UnknownRiddle
 from riddlectl.spool.events import Committed, EventLog
 from riddlectl.spool.extractions import ExtractionCache
 from riddlectl.spool.states import Queue
+
+if TYPE_CHECKING:
+    from riddlectl.document.model import Riddle
 
 # Claims abandoned in a row (their agent died holding them) before the riddle is poison.
 DEFAULT_MAX_ABANDONED = 5

@@ -6,8 +6,10 @@ Pure functions over a `Riddle`: no I/O, so every spool implementation routes ali
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import TYPE_CHECKING
 
-from riddlectl.document.model import Riddle
+if TYPE_CHECKING:
+    from riddlectl.document.model import Riddle
 
 
 class Queue(StrEnum):

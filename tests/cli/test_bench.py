@@ -97,3 +97,20 @@ def test_reference_ratios_and_targets(outcome: dict[str, Any]) -> None:
     # Not measured in this run: the other fsync mode, and status over 100,000 riddles.
     assert targets["throughput_no_fsync"]["holds"] is None
     assert targets["status_100k"]["holds"] is None
+
+
+@pytest.mark.timeout(120)
+def test_startup_reports_each_command_and_the_ratio() -> None:
+    timed = bench_json("--startup", "--startup-runs", "2")
+    assert timed["version"] == 1 and timed["runs"] == 2
+    assert set(timed["commands"]) == {"typer_pydantic", "status", "version", "python"}
+    for figures in timed["commands"].values():
+        assert 0 < figures["best_ms"] <= figures["median_ms"]
+        assert figures["command"]
+    assert "status" in timed["commands"]["status"]["command"]
+    for ratio in timed["ratios"].values():
+        assert ratio["median"] > 0 and ratio["best"] > 0
+    goal = timed["target"]
+    assert (goal["compare"], goal["limit"]) == ("<=", 1.3)
+    assert goal["ratio"] == timed["ratios"]["status"]["median"]
+    assert isinstance(goal["holds"], bool)

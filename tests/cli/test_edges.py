@@ -22,7 +22,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from riddlectl.cli.app import app
+from riddlectl.cli.app import COMMANDS as LAZY_COMMANDS
 from tests.conftest import ROOT, Cli, Completed, example_doc, write_json
 
 # Every command, with arguments that would make it act on a spool holding `r1` (done) and
@@ -88,8 +88,10 @@ def submit_two(cli: Cli) -> None:
 
 
 def test_the_table_names_every_command() -> None:
-    registered = {c.name or c.callback.__name__ for c in app.registered_commands}
-    assert registered - {"bench"} == set(COMMANDS), "a new command needs its edge cases here"
+    # `cache` is a group of its own, tested with the extraction cache.
+    assert set(LAZY_COMMANDS) - {"bench", "cache"} == set(COMMANDS), (
+        "a new command needs its edge cases here"
+    )
 
 
 # -- the spool cannot be used ----------------------------------------------------------------

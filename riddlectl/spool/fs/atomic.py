@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import ctypes
+import functools
 import itertools
 import os
 import stat
@@ -226,22 +226,25 @@ def _flush(fds: list[int]) -> None:
     `fsync` of every file of the filesystem (syncfs(2)), and costs about one `fsync`
     rather than one per file; elsewhere, one `fsync` each.
     """
-    if len(fds) > 1 and _syncfs is not None and _syncfs(fds[0]) == 0:
+    syncfs = _syncfs() if len(fds) > 1 else None
+    if syncfs is not None and syncfs(fds[0]) == 0:
         return
     for fd in fds:
         os.fsync(fd)
 
 
-def _load_syncfs() -> Callable[[int], int] | None:
+@functools.cache
+def _syncfs() -> Callable[[int], int] | None:
+    """libc's syncfs, looked up on first use (ctypes is not worth loading for a command
+    that writes at most one file)."""
     if not sys.platform.startswith("linux"):
         return None
+    import ctypes
+
     try:
         return ctypes.CDLL(None, use_errno=True).syncfs  # type: ignore[no-any-return]
     except (OSError, AttributeError):
         return None
-
-
-_syncfs = _load_syncfs()
 
 
 def _unlink(path: str) -> None:

@@ -22,13 +22,13 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from riddlectl.document import codec as documents
 from riddlectl.document.codec import Limits
-from riddlectl.document.model import ID_RE, Riddle
+from riddlectl.document.ids import ID_RE
 from riddlectl.errors import DuplicateId, InvalidDocument
 from riddlectl.identity import Actor
 from riddlectl.spool.contract import (
@@ -53,6 +53,9 @@ from riddlectl.spool.fs.extractions import FsExtractionCache
 from riddlectl.spool.fs.inbox import Header, Inbox, iter_files, kind_of, list_files
 from riddlectl.spool.fs.locks import Lock
 from riddlectl.spool.states import FINAL, LAYOUT_DIRS, Queue, route
+
+if TYPE_CHECKING:
+    from riddlectl.document.model import Riddle
 
 DROP_IN_GRACE = 5.0
 ADD_GROUP = 64  # riddles stored per group commit by `add` (each holds a lock meanwhile)
@@ -592,6 +595,7 @@ def _best(copy: tuple[Queue, Riddle]) -> tuple[int, int]:
 
 
 def _hashed(name: str) -> str:
+
     return "_" + hashlib.sha256(name.encode("utf-8", "surrogateescape")).hexdigest()[:32]
 
 

@@ -1,0 +1,64 @@
+"""dirq's `QueueSimple`: one directory queue per stage, polled.
+
+An element is written to a temporary file and linked into place; a worker locks it (a
+hard link), reads it, adds the result to the next stage's queue and removes it. dirq
+does not `fsync`: it is not durable across a power cut, whatever `fsync` says.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+
+from riddlectl.bench.peers.workload import NEXT, step
+
+
+def _queue(base: str, stage: str) -> Any:
+    from dirq.QueueSimple import QueueSimple  # type: ignore[import-untyped]
+
+    return QueueSimple(os.path.join(base, stage))
+
+
+class Submitter:
+    def __init__(self, base: str, fsync: bool) -> None:
+        self.queue = _queue(base, "extract")
+
+    def submit(self, doc: dict[str, Any]) -> None:
+        self.queue.add(orjson.dumps(doc))
+
+    def close(self) -> None:
+        pass
+
+
+def work(
+    stage: str,
+    base: str,
+    stop: threading.Event,
+    done: Callable[[str], None],
+    fsync: bool,
+    poll: float,
+) -> None:
+    """Run `stage` until `stop` is set, looking every `poll` seconds when idle."""
+    inbox = _queue(base, stage)
+    following = NEXT[stage]
+    outbox = _queue(base, following) if following else None
+    while not stop.is_set():
+        moved = 0
+        name = inbox.first()
+        while name and not stop.is_set():
+            if inbox.lock(name):
+                doc = step(stage, orjson.loads(inbox.get(name)))
+                if outbox is not None:
+                    outbox.add(orjson.dumps(doc))
+                else:
+                    done(doc["id"])
+                inbox.remove(name)
+                moved += 1
+            name = inbox.next()
+        if not moved:
+            time.sleep(poll)

@@ -1,0 +1,89 @@
+"""`riddlectl bench`'s verdict: ratios against the reference, the performance targets,
+and the outcome written for people."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from riddlectl.bench.measure import rounded, target
+from riddlectl.bench.peers.table import render as peer_table
+
+
+def judge(out: dict[str, Any], options: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """`ratios`: `throughput` (pipeline riddles/s over the reference's in the same fsync
+    mode) and `latency_p50` (p50 over one transition in that mode + one inotify wake-up).
+
+    `targets`: `throughput_durable` (>= 1.5), `throughput_no_fsync` (>= 0.6),
+    `latency_p50` (<= 4), `status_100k` (seconds over 100,000 riddles, < 1): each
+    `ratio`, `limit`, `compare`, `holds` (null when not measured in this run: the
+    throughput target of the other fsync mode, status below 100,000 riddles).
+    """
+    ref = out["reference"]
+    mode = ref["fsync" if options.fsync else "no_fsync"]
+    tput = out["throughput"]["per_s"] / mode["riddles_per_s"] if out["throughput"] else None
+    budget = mode["transition_ms"] + (ref["inotify_wakeup"]["median_ms"] or 0.0)
+    lat = out["latency"]["p50_ms"] / budget if out["latency"] else None
+    status = out["status"]["command_s"] if out["status"] else None
+    big = options.status_riddles >= 100_000
+    ratios = {"throughput": rounded(tput), "latency_p50": rounded(lat)}
+    targets = {
+        "throughput_durable": target(tput if options.fsync else None, ">=", 1.5),
+        "throughput_no_fsync": target(None if options.fsync else tput, ">=", 0.6),
+        "latency_p50": target(lat, "<=", 4.0),
+        "status_100k": target(status if big else None, "<", 1.0),
+    }
+    return ratios, targets
+
+
+def render(outcome: dict[str, Any]) -> str:
+    """The outcome for people: one line per figure, then the targets."""
+    ref = outcome["reference"]
+    lines = [
+        f"reference: {ref['fsync']['riddles_per_s']:g} riddles/s with fsync, "
+        f"{ref['no_fsync']['riddles_per_s']:g} without; inotify wake-up "
+        f"{ref['inotify_wakeup']['median_ms']} ms; file create {ref['file_create_us']} us"
+    ]
+    lines += _pipeline_lines(outcome)
+    for name, goal in outcome["targets"].items():
+        rule = f"{goal['compare']} {goal['limit']:g}"
+        if goal["holds"] is None:
+            lines.append(f"target {name} ({rule}): not measured")
+        else:
+            verdict = "holds" if goal["holds"] else "MISSED"
+            lines.append(f"target {name}: {goal['ratio']} {rule}: {verdict}")
+    if outcome["error"]:
+        lines.append(f"error: {outcome['error']}")
+    if outcome["peers"] is not None:
+        mine = {**outcome, "durable": outcome["options"]["fsync"]}
+        lines += ["", "the same pipeline on other queues, in this run:"]
+        lines.append(peer_table(outcome["peers"], riddlectl=mine))
+    return "\n".join(lines)
+
+
+def _pipeline_lines(outcome: dict[str, Any]) -> list[str]:
+    lines = []
+    if outcome["submit"]:
+        lines.append(f"submit: {outcome['submit']['per_s']:g} riddles/s")
+    if outcome["throughput"]:
+        t, c = outcome["throughput"], outcome["cpu"]
+        lines.append(
+            f"throughput: {t['per_s']:g} riddles/s ({t['done']} done, {t['failed']} failed "
+            f"in {t['seconds']:.2f} s), CPU {c['ms_per_riddle']:.2f} ms/riddle"
+        )
+    if outcome["latency"]:
+        lat = outcome["latency"]
+        capped = ", capped" if lat["capped"] else ""
+        lines.append(
+            f"latency: p50 {lat['p50_ms']:.2f} ms, p99 {lat['p99_ms']:.2f} ms "
+            f"({lat['riddles']} riddles{capped})"
+        )
+    peaks = ", ".join(f"{a['stage']} {a['peak_rss_kb']}" for a in outcome["agents"])
+    if peaks:
+        lines.append(f"agents' peak RSS (kB): {peaks}")
+    if outcome["status"]:
+        s = outcome["status"]
+        lines.append(
+            f"status over {s['riddles']} riddles: {s['command_s']:.3f} s "
+            f"(library {s['library_s']:.3f} s)"
+        )
+    return lines

@@ -1,0 +1,77 @@
+"""`riddlectl bench`: the pipeline's speed, the peers' beside it, and the command's start."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from riddlectl.cli.common import command_group, emit_json, fail, guarded, quiet_watchdog
+from riddlectl.errors import ExitCode
+
+app = command_group()
+
+
+@app.command()
+@guarded
+def bench(
+    riddles: Annotated[
+        int, typer.Option(help="Generated riddles for the throughput run.", min=1)
+    ] = 2000,
+    agents_per_stage: Annotated[int, typer.Option(help="Agent processes per stage.", min=1)] = 1,
+    no_fsync: Annotated[bool, typer.Option("--no-fsync", help="Writes without fsync.")] = False,
+    status_riddles: Annotated[
+        int, typer.Option(help="Also time `status` over a spool this large.", min=0)
+    ] = 0,
+    peers: Annotated[
+        str | None,
+        typer.Option(
+            help="Also run the same pipeline on these peer queues, comma-separated, or all "
+            "(naive, dirq, persist-queue, huey-file).",
+            metavar="NAMES",
+        ),
+    ] = None,
+    startup: Annotated[
+        bool,
+        typer.Option(
+            "--startup",
+            help="Only time how long `status` and `--version` take to start, against "
+            "importing typer and pydantic.",
+        ),
+    ] = False,
+    startup_runs: Annotated[
+        int, typer.Option(help="With --startup: runs of each command.", min=1)
+    ] = 20,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object.")] = False,
+) -> None:
+    """Run the built-in pipeline on generated riddles in a temporary spool; report speed."""
+    if startup:
+        from riddlectl.bench import startup as startup_bench
+
+        timed = startup_bench.measure(startup_runs)
+        if as_json:
+            emit_json(timed)
+        else:
+            typer.echo(startup_bench.render(timed))
+        return
+    quiet_watchdog()
+    from riddlectl.bench import peers as peer_bench
+    from riddlectl.bench import pipeline as benchmark
+    from riddlectl.bench.summary import render
+
+    try:
+        chosen = peer_bench.choose(peers) if peers is not None else ()
+    except ValueError as exc:
+        fail(f"--peers: {exc}", ExitCode.USAGE)
+    options = benchmark.BenchOptions(
+        riddles=riddles,
+        agents_per_stage=agents_per_stage,
+        fsync=not no_fsync,
+        status_riddles=status_riddles,
+        peers=chosen,
+    )
+    outcome = benchmark.run_bench(options)
+    if as_json:
+        emit_json(outcome)
+    else:
+        typer.echo(render(outcome))
