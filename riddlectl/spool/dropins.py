@@ -10,13 +10,16 @@ for new riddles, as a submission is. What fails to read is set aside with the re
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from riddlectl.document import codec as documents
 from riddlectl.document.codec import Limits
-from riddlectl.document.ids import new_id
-from riddlectl.document.model import ID_RE, Riddle
+from riddlectl.document.ids import ID_RE, new_id
 from riddlectl.errors import InvalidDocument
 from riddlectl.spool.states import Queue
+
+if TYPE_CHECKING:  # the models load when a document is read, not for every command
+    from riddlectl.document.model import Riddle
 
 
 def ignored(name: str) -> bool:
