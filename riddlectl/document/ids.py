@@ -11,9 +11,6 @@ import os
 import threading
 import time
 
-from riddlectl.document.model import ID_PATTERN, ID_RE
-from riddlectl.errors import InvalidDocument
-
 _ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"
 _lock = threading.Lock()
 _last = (0, 0)
@@ -39,15 +36,6 @@ def new_id() -> str:
             randomness = int.from_bytes(os.urandom(10), "big") >> 1
         _last = (millis, randomness)
     return _encode(millis, 10) + _encode(randomness, 16)
-
-
-def check_id(value: str, where: str) -> str:
-    """`value` if it is a valid id, else `InvalidDocument` naming `where`."""
-    if not ID_RE.fullmatch(value):
-        raise InvalidDocument(
-            f"must match {ID_PATTERN} (got {value[:60]!r})", where=where, field="id"
-        )
-    return value
 
 
 def sub_id(parent: str, number: int) -> str:

@@ -2,7 +2,7 @@
 
 Every model keeps unknown fields (`extra="allow"`), so a document round-trips through
 any stage unchanged except for what that stage sets. Documents are read and written
-with orjson (see `jsonio`).
+with orjson (see `codec`).
 """
 
 from __future__ import annotations
@@ -14,8 +14,6 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 ID_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}"
 ID_RE = re.compile(ID_PATTERN)
-
-STEPS = ("extract", "solve", "validate")
 
 
 class _Open(BaseModel):

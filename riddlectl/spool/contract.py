@@ -20,8 +20,6 @@ from riddlectl.document.model import ID_RE, Riddle
 from riddlectl.errors import DocumentTooLarge, DuplicateId, UnknownRiddle
 from riddlectl.spool.states import Queue
 
-# Claims abandoned in a row (their agent died holding them) before the riddle is poison.
-DEFAULT_MAX_ABANDONED = 5
 # Seconds `claim_id` waits for a riddle's holder before it says so (`Spool.on_wait`).
 WAIT_NOTICE = 0.5
 

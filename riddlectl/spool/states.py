@@ -48,7 +48,3 @@ def route(riddle: Riddle, after: str | None = None) -> Queue:
         if riddle.status.step(name).required:
             return queue
     return Queue.VALIDATED if after == "validate" else Queue.DONE
-
-
-def is_final(queue: Queue) -> bool:
-    return queue in FINAL

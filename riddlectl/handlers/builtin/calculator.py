@@ -47,7 +47,6 @@ from fractions import Fraction
 from riddlectl.document.numbers import format_number, parse_number
 from riddlectl.handlers.builtin.numberwords import (
     GERMAN_QUESTION_WORDS,
-    QUESTION_LANGS,
     question_word_number,
 )
 
@@ -57,7 +56,6 @@ MAX_DEPTH = 100
 MAX_EXPONENT = 100_000
 MAX_BITS = 100_000
 MAX_NUMBER_WORDS = 24  #: the most words one number written in words may have
-WORD_NUMBER_LANGS = QUESTION_LANGS  #: languages of number words in questions
 COMPARISONS = ("<", ">", "<=", ">=", "==", "!=")
 
 _VOCABULARY = """
