@@ -230,10 +230,10 @@ def _family(pipeline: Pipeline, fix: bool) -> list[Finding]:
                 findings.append(finding)
     for parent_id in spool.ids(Queue.WAITING):
         parent = spool.read(Queue.WAITING, parent_id)
-        if parent is not None and pipeline.sub_results_of(parent) is not None:
+        if parent is not None and pipeline.parents.results(parent) is not None:
             finding = Finding("waiting", parent_id, "every sub-riddle is final or gone")
             if fix:
-                finding.fixed = pipeline.resume_parent(parent_id)
+                finding.fixed = pipeline.parents.resume(parent_id)
             findings.append(finding)
     return findings
 

@@ -1,6 +1,6 @@
 """What each stage does to one riddle: a function from a document to an `Outcome`.
 
-No claims, locks or retries here (that is `pipeline`); a stage raises `HandlerRefused` or
+No claims, locks or retries here (that is `attempts`); a stage raises `HandlerRefused` or
 `InvalidData` when the riddle must fail now, and any other exception for an error worth
 trying again.
 """
@@ -8,6 +8,7 @@ trying again.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ from riddlectl.errors import HandlerFailed, HandlerRefused, HandlerTimeout, Inva
 from riddlectl.handlers.registry import Job, NamedHandler
 from riddlectl.pipeline import datafiles
 from riddlectl.spool.fs.extractions import ExtractionStore, envelope
-from riddlectl.spool.states import Queue, route
+from riddlectl.spool.states import INBOX, Queue, route
 
 
 @dataclass
@@ -270,4 +271,30 @@ def repose(riddle: Riddle, rejected: Solution, max_trials: int) -> Outcome:
     return Outcome(riddle, route(riddle, "extract"), "rejected")
 
 
-STAGE_FUNCTIONS = {"extract": extract, "solve": solve, "validate": validate, "manage": manage}
+# -- the stages -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Stage:
+    """A stage of the pipeline: its name, what it does to one riddle, and whether it runs
+    handlers (manage decides alone); it takes its riddles from its `inbox`."""
+
+    name: str
+    run: Callable[[Riddle, StageContext], Outcome]
+    takes_handlers: bool = True
+
+    @property
+    def inbox(self) -> Queue:
+        return INBOX[self.name]
+
+
+EXTRACT = Stage("extract", extract)
+SOLVE = Stage("solve", solve)
+VALIDATE = Stage("validate", validate)
+MANAGE = Stage("manage", manage, takes_handlers=False)
+_BY_NAME = {stage.name: stage for stage in (EXTRACT, SOLVE, VALIDATE, MANAGE)}
+
+
+def stage_named(name: str) -> Stage:
+    """The stage called `name` (one of `states.STAGES`); `KeyError` for any other."""
+    return _BY_NAME[name]
