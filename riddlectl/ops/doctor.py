@@ -50,7 +50,7 @@ def examine(pipeline: Pipeline, fix: bool = False) -> list[Finding]:
     findings += _stale_locks(spool, fix)
     findings += _tmp_leftovers(spool, fix)
     findings += _stale_claims(spool, fix)
-    findings += _family(pipeline, fix)
+    findings += family(pipeline, fix)
     findings += [Finding("corrupt", c.name, c.reason) for c in spool.corrupt_files()]
     findings += _strays(spool)
     return findings
@@ -218,7 +218,9 @@ def sweep(spool: FsSpool) -> None:
         clear_claim(spool, riddle_id)
 
 
-def _family(pipeline: Pipeline, fix: bool) -> list[Finding]:
+def family(pipeline: Pipeline, fix: bool = False) -> list[Finding]:
+    """Sub-riddles whose parent is gone (`fix` detaches them) and parents waiting on
+    children that are all final or gone (`fix` resumes them): checks of any spool."""
     spool = pipeline.spool
     findings = []
     for queue in Queue:

@@ -102,7 +102,7 @@ def extract(riddle: Riddle, ctx: StageContext) -> Outcome:
         for index, item in enumerate(riddle.data):
             item.file_extracted = _extract_item(riddle, index, item, ctx)
         riddle.status.extract.finished = True
-    return Outcome(riddle, route(riddle, "extract"))
+    return Outcome(riddle, route(riddle, EXTRACT.name))
 
 
 def _extract_item(riddle: Riddle, index: int, item: DataItem, ctx: StageContext) -> str:
@@ -128,7 +128,7 @@ def _extract_item(riddle: Riddle, index: int, item: DataItem, ctx: StageContext)
         ctx.store.note_file_key(info, handler.name, version, key)
 
     def make() -> dict[str, Any]:
-        job = ctx.job(riddle, "extract", item_index=index, item_path=Path(path))
+        job = ctx.job(riddle, EXTRACT.name, item_index=index, item_path=Path(path))
         found = _answer(call(handler, job), handler)
         return envelope(item.file_plain, read(), handler.name, version, found)
 
@@ -163,11 +163,11 @@ def extract_again(riddle: Riddle, ctx: StageContext) -> Outcome | None:
 
 def solve(riddle: Riddle, ctx: StageContext) -> Outcome:
     if not riddle.status.solve.required:
-        return Outcome(riddle, route(riddle, "solve"))
+        return Outcome(riddle, route(riddle, SOLVE.name))
     again = extract_again(riddle, ctx)
     if again is not None:
         return again
-    job = ctx.job(riddle, "solve", extractions=load_extractions(riddle, ctx))
+    job = ctx.job(riddle, SOLVE.name, extractions=load_extractions(riddle, ctx))
     declined: list[str] = []
     for handler in ctx.handlers:
         answer = _answer(call(handler, job), handler)
@@ -178,7 +178,7 @@ def solve(riddle: Riddle, ctx: StageContext) -> Outcome:
         if answer.get("solution") is not None:
             riddle.solution = _solution(answer, handler)
             riddle.status.solve.finished = True
-            return Outcome(riddle, route(riddle, "solve"), declined=declined)
+            return Outcome(riddle, route(riddle, SOLVE.name), declined=declined)
         declined.append(handler.name)
     raise NobodyAnswered(declined)
 
@@ -218,13 +218,13 @@ def _spawn(parent: Riddle, specs: Any, handler: NamedHandler) -> Outcome:
 
 def validate(riddle: Riddle, ctx: StageContext) -> Outcome:
     if not riddle.status.validate_.required:
-        return Outcome(riddle, route(riddle, "validate"))
+        return Outcome(riddle, route(riddle, VALIDATE.name))
     if riddle.solution is None:
         raise HandlerRefused("there is no solution to validate")
     again = extract_again(riddle, ctx)
     if again is not None:
         return again
-    job = ctx.job(riddle, "validate", extractions=load_extractions(riddle, ctx))
+    job = ctx.job(riddle, VALIDATE.name, extractions=load_extractions(riddle, ctx))
     reviews = []
     accepted = True
     for handler in ctx.handlers:
@@ -268,7 +268,7 @@ def repose(riddle: Riddle, rejected: Solution, max_trials: int) -> Outcome:
             f"rejected {riddle.status.trial} times (max_trials {max_trials}); last review: {review}"
         )
         return Outcome(riddle, Queue.FAILED, "failed", error)
-    return Outcome(riddle, route(riddle, "extract"), "rejected")
+    return Outcome(riddle, route(riddle, EXTRACT.name), "rejected")
 
 
 # -- the stages -----------------------------------------------------------------------------
