@@ -100,7 +100,7 @@ class DiskTrouble:
 
     def back_off(self, exc: OSError) -> float:
         self.failures += 1
-        delay = min(30.0, 0.5 * 2 ** (self.failures - 1))
+        delay = min(30.0, 0.5 * 2.0 ** (self.failures - 1))
         if self.failures == 1 or time.monotonic() - self.last_said > 60:
             self.last_said = time.monotonic()
             sys.stderr.write(f"riddlectl: cannot write the spool: {exc}; retrying in {delay:g} s\n")

@@ -5,6 +5,7 @@ each spool (the `rig` fixture), with handlers that are small Python functions.""
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,6 +13,7 @@ import pytest
 from riddlectl.handlers.registry import Job
 from riddlectl.pipeline.retry import RetryPolicy
 from riddlectl.pipeline.stages import SOLVE
+from riddlectl.spool.contract import Spool
 from riddlectl.spool.states import Queue
 from tests.rig import Rig, accept, answer, crash, decline, history, refuse, reject
 
@@ -121,7 +123,7 @@ def test_a_riddle_that_fails_once_then_succeeds_is_done(rig: Rig) -> None:
     assert riddle.extensions()["retry_at"] is None
 
 
-def test_retries_wait_longer_each_time(spool, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_retries_wait_longer_each_time(spool: Spool, tmp_path: Path) -> None:
     rig = Rig(spool, tmp_path / "rig", retry=RetryPolicy(max_attempts=3, base=0.5, cap=30))
     rig.use("solve", crash)
     (riddle_id,) = rig.submit(QUESTION)
@@ -151,8 +153,13 @@ def test_the_delay_doubles_up_to_its_cap() -> None:
 
 
 def test_a_riddle_whose_agents_died_handling_it_too_often_fails(rig: Rig) -> None:
-    called = []
-    rig.use("solve", lambda job: called.append(job) or {"solution": "1"})
+    called: list[Job] = []
+
+    def counted(job: Job) -> dict[str, Any]:
+        called.append(job)
+        return {"solution": "1"}
+
+    rig.use("solve", counted)
     (riddle_id,) = rig.submit(QUESTION)
     (claim,) = rig.spool.claim(Queue.EXTRACTED)
     claim.abandoned = 5  # as the spool counts claims whose holder died

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -49,7 +50,7 @@ def test_run_once_stops_when_nothing_can_move(rig: Rig) -> None:
     assert {rig.queue(i) for i in [*ids, "r1-1", "r1-2", "r2-1"]} == {Queue.DONE}
 
 
-def test_run_once_waits_for_delayed_retries(spool: Spool, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_run_once_waits_for_delayed_retries(spool: Spool, tmp_path: Path) -> None:
     rig = Rig(spool, tmp_path / "rig", retry=RetryPolicy(max_attempts=3, base=0.05, cap=0.1))
     failures = iter([OSError("once"), OSError("twice")])
 
