@@ -1,3 +1,3 @@
 """The riddle document: its models, parsing and the first request format, ids, typed answers,
-exact numbers. Imports nothing else of riddlectl but errors.
+exact numbers, the events of its history. Imports nothing else of riddlectl but errors.
 """

@@ -14,9 +14,18 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any
+from typing import Any, Protocol
 
-from riddlectl.identity import Actor
+
+class Actor(Protocol):
+    """Who acts (`identity.Actor`): an agent or a command, on a host, in a process."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def host(self) -> str: ...
+    @property
+    def pid(self) -> int: ...
 
 
 class _Unset(Enum):
