@@ -6,23 +6,22 @@ thing run the same code.
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from riddlectl import spool as spools
+from riddlectl.document.events import Event
 from riddlectl.identity import Actor
 from riddlectl.pipeline.retry import RetryPolicy
 from riddlectl.settings import Settings
 from riddlectl.spool import spool_error
 from riddlectl.spool.contract import Spool
 from riddlectl.spool.events import EventLog
-from riddlectl.spool.states import STAGE_OF_INBOX, Queue
+from riddlectl.spool.states import STAGE_OF_INBOX
 
 # The pipeline, the handlers and the extraction cache are imported by the functions that
 # wire them: commands that only read the spool (`status`, `show`) start without them.
 if TYPE_CHECKING:
-    from riddlectl.document.model import Riddle
     from riddlectl.pipeline.ledger import Pipeline
     from riddlectl.pipeline.stages import StageContext
 
@@ -67,43 +66,14 @@ def pipeline(settings: Settings, spool: Spool, actor: Actor) -> Pipeline:
     policy = RetryPolicy(settings.max_attempts, settings.retry_base, settings.retry_cap)
     events = spool.events
     spool.on_corrupt = lambda queue, name, reason: events.append(
-        {
-            "time": time.time(),
-            "id": None,
-            "file": name,
-            "stage": STAGE_OF_INBOX.get(queue),
-            "from": queue.value,
-            "to": "corrupt",
-            "outcome": "corrupt",
-            **actor.as_dict(),
-            "rev": None,
-            "error": reason,
-        }
+        Event.corrupt(actor, queue.value, STAGE_OF_INBOX.get(queue), name, reason).to_json()
     )
     spool.on_abandoned = lambda queue, riddle, owner, count: events.append(
-        abandoned_event(queue, riddle, owner, count)
+        Event.abandoned(
+            riddle.id, STAGE_OF_INBOX.get(queue, queue.value), queue.value, riddle.rev, owner, count
+        ).to_json()
     )
     return Pipeline(spool, events, actor, policy, settings.max_abandoned)
-
-
-def abandoned_event(
-    queue: Queue, riddle: Riddle, owner: dict[str, Any], count: int
-) -> dict[str, Any]:
-    """The event of a claim found abandoned: the dead holder as its agent, host and pid."""
-    return {
-        "time": time.time(),
-        "id": riddle.id,
-        "stage": STAGE_OF_INBOX.get(queue, queue.value),
-        "from": queue.value,
-        "to": queue.value,
-        "outcome": "abandoned",
-        "agent": owner.get("agent"),
-        "host": owner.get("host"),
-        "pid": owner.get("pid"),
-        "rev": riddle.rev,
-        "error": f"its agent died while handling it ({count} in a row)",
-        "claimed": owner.get("time"),
-    }
 
 
 def recover_events(settings: Settings) -> int:

@@ -15,7 +15,10 @@ import pytest
 
 from riddlectl import settings as settings_mod
 from riddlectl.settings import Settings
-from riddlectl.spool.fs.fsspool import FsSpool
+from riddlectl.spool import open_spool
+from riddlectl.spool.contract import Spool
+from riddlectl.spool.memory import MemorySpool
+from tests.rig import Rig
 
 ROOT = Path(__file__).resolve().parent.parent
 HELPERS = Path(__file__).resolve().parent / "helpers"
@@ -35,6 +38,22 @@ def data_dir(tmp_path: Path) -> Path:
     data = tmp_path / "data"
     shutil.copytree(ROOT / "data" / "share", data)
     return data
+
+
+@pytest.fixture(params=["memory", "fs"])
+def spool(request: pytest.FixtureRequest, tmp_path: Path) -> Spool:
+    """Each spool implementation in turn: a test of what lies above the spool runs on both."""
+    if request.param == "memory":
+        made: Spool = MemorySpool()
+        made.init()
+        return made
+    return open_spool(tmp_path / "spool", create=True, durable=False)
+
+
+@pytest.fixture
+def rig(spool: Spool, tmp_path: Path) -> Rig:
+    """A pipeline on each spool in turn, for handlers given as Python functions."""
+    return Rig(spool, tmp_path / "rig")
 
 
 @pytest.fixture
@@ -97,7 +116,7 @@ class Cli:
 @pytest.fixture
 def cli(spool_dir: Path, data_dir: Path) -> Cli:
     """The command on a spool made as `riddlectl init` makes it (only `init` makes one)."""
-    FsSpool(spool_dir).init()
+    open_spool(spool_dir, create=True)
     return Cli(spool_dir, data_dir)
 
 

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 
 from riddlectl import inflight
 from riddlectl.pipeline.ledger import Pipeline
-from riddlectl.pipeline.stages import StageContext
-from riddlectl.spool.states import INBOX, Queue
+from riddlectl.pipeline.stages import MANAGE, SOLVE, Stage, StageContext, stage_named
+from riddlectl.spool.states import Queue
 
 IDLE_POLL = 1.0  # seconds between rescans when nothing wakes the loop
 # Seconds before looking again at riddles another agent held, doubling while they stay
@@ -49,36 +49,39 @@ class Worker:
     _last_recovery: float = field(default_factory=time.monotonic)
 
     @property
-    def stages(self) -> list[str]:
-        return list(self.contexts)
+    def stages(self) -> list[Stage]:
+        return [stage_named(name) for name in self.contexts]
 
     def tick(self) -> int:
-        """One pass over every stage; how many riddles were handled."""
-        handled = 0
+        """One pass over every stage; how many riddles it took on (claimed from its
+        inboxes, or parents it resumed): none means there was nothing to do."""
+        moved = 0
         self.contended = 0
-        for stage in reversed(self.stages):  # downstream first: finish before starting
-            handled += self._drain(stage)
-        if {"solve", "manage"} & set(
-            self.stages
-        ) and time.monotonic() - self._last_sweep > SWEEP_EVERY:
+        stages = self.stages
+        for stage in reversed(stages):  # downstream first: finish before starting
+            moved += self._drain(stage)
+        # Parents wait for children that solve or manage finish; those agents resume them.
+        sweeps = SOLVE in stages or MANAGE in stages
+        if sweeps and time.monotonic() - self._last_sweep > SWEEP_EVERY:
             self._last_sweep = time.monotonic()
-            handled += self.pipeline.sweep_waiting()
+            moved += self.pipeline.parents.sweep()
         if time.monotonic() - self._last_recovery > RECOVER_EVERY:
             self._last_recovery = time.monotonic()
             self.pipeline.recover_events()
-        return handled
+        return moved
 
-    def _drain(self, stage: str) -> int:
+    def _drain(self, stage: Stage) -> int:
         spool = self.pipeline.spool
-        claims = spool.claim(INBOX[stage], limit=self.batch)
+        claims = spool.claim(stage.inbox, limit=self.batch)
         self.contended += spool.contended
-        self.pipeline.handle_many(claims, stage, self.contexts[stage], self.stop, self.on_slow)
+        context = self.contexts[stage.name]
+        self.pipeline.attempts.run_batch(claims, stage, context, self.stop, self.on_slow)
         return len(claims)
 
     def pending(self) -> int:
         """Riddles in this worker's inboxes: they can still move, now or later."""
         spool = self.pipeline.spool
-        return sum(len(spool.ids(INBOX[stage])) for stage in self.stages)
+        return sum(len(spool.ids(stage.inbox)) for stage in self.stages)
 
 
 class DiskTrouble:
@@ -95,7 +98,7 @@ class DiskTrouble:
 
     def back_off(self, exc: OSError) -> float:
         self.failures += 1
-        delay = min(30.0, 0.5 * 2 ** (self.failures - 1))
+        delay = min(30.0, 0.5 * 2.0 ** (self.failures - 1))
         if self.failures == 1 or time.monotonic() - self.last_said > 60:
             self.last_said = time.monotonic()
             sys.stderr.write(f"riddlectl: cannot write the spool: {exc}; retrying in {delay:g} s\n")
@@ -255,12 +258,12 @@ class Crew:
         contended = 0  # looks in a row that found riddles held by others
         with inflight.bound(self.calls):
             while not self.stop.is_set():
-                handled = self._tick(worker)
-                if handled is None:
+                moved = self._tick(worker)
+                if moved is None:
                     continue
                 if self.on_tick is not None:
                     self.on_tick()
-                if handled:
+                if moved:
                     pause, contended = MIN_PAUSE, 0
                     continue
                 if worker.contended:
@@ -283,13 +286,13 @@ class Crew:
                 self.wake.clear()
 
     def _tick(self, worker: Worker) -> int | None:
-        """One tick of `worker`: riddles handled, or None after an error (backed off)."""
+        """One tick of `worker`: riddles it took on, or None after an error (backed off)."""
         with self.lock:
             self.busy[id(worker)] += 1
         try:
-            handled = worker.tick()
+            moved = worker.tick()
             self.trouble.clear()
-            return handled
+            return moved
         except OSError as exc:
             self.stop.wait(self.trouble.back_off(exc))
         except Exception as exc:
@@ -312,7 +315,7 @@ class Crew:
                 return False
             worker = self.workers[0]  # every worker runs the same stages on the same spool
         waiting = worker.pipeline.spool.ids(Queue.WAITING)
-        if worker.pending() or (waiting and worker.pipeline.sweep_waiting()):
+        if worker.pending() or (waiting and worker.pipeline.parents.sweep()):
             with self.lock:
                 self.idle_rounds = 0
             return False

@@ -12,8 +12,6 @@ import re
 import threading
 import time
 
-from riddlectl.errors import InvalidDocument
-
 ID_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}"
 ID_RE = re.compile(ID_PATTERN)
 
@@ -42,15 +40,6 @@ def new_id() -> str:
             randomness = int.from_bytes(os.urandom(10), "big") >> 1
         _last = (millis, randomness)
     return _encode(millis, 10) + _encode(randomness, 16)
-
-
-def check_id(value: str, where: str) -> str:
-    """`value` if it is a valid id, else `InvalidDocument` naming `where`."""
-    if not ID_RE.fullmatch(value):
-        raise InvalidDocument(
-            f"must match {ID_PATTERN} (got {value[:60]!r})", where=where, field="id"
-        )
-    return value
 
 
 def sub_id(parent: str, number: int) -> str:

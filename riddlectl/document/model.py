@@ -2,7 +2,7 @@
 
 Every model keeps unknown fields (`extra="allow"`), so a document round-trips through
 any stage unchanged except for what that stage sets. Documents are read and written
-with orjson (see `jsonio`).
+with orjson (see `codec`).
 """
 
 from __future__ import annotations
@@ -12,8 +12,6 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from riddlectl.document.ids import ID_PATTERN, ID_RE
-
-STEPS = ("extract", "solve", "validate")
 
 
 class _Open(BaseModel):

@@ -33,7 +33,6 @@ __all__ = [
     "MAX_NUMBER_CHARS",
     "MAX_WORDS_CHARS",
     "MINUS_CHARS",
-    "format_bool",
     "format_number",
     "parse_number",
     "scale_word",
@@ -156,8 +155,7 @@ def format_number(value: Fraction | int) -> str:
 
     A fraction whose denominator has prime factors other than 2 and 5 has no finite
     decimal expansion and is written ``p/q`` in lowest terms (``-2/3``).  ``bool`` is
-    refused with ``TypeError`` (``True`` is not the number 1 here; see
-    :func:`format_bool`).
+    refused with ``TypeError`` (``True`` is not the number 1 here).
     """
     if isinstance(value, bool) or not isinstance(value, int | Fraction):
         raise TypeError(f"format_number needs a Fraction or int, not {type(value).__name__}")
@@ -184,11 +182,6 @@ def _multiplicity(n: int, p: int) -> int:
         n //= p
         count += 1
     return count
-
-
-def format_bool(value: bool) -> str:
-    """Format a truth value as ``true``/``false`` (JSON spelling)."""
-    return "true" if value else "false"
 
 
 # --- numbers written as words ---------------------------------------------------------

@@ -13,10 +13,11 @@ from collections.abc import Callable, Iterable
 from riddlectl.document.model import Riddle
 from riddlectl.errors import InvalidDocument, RiddleError, UnknownRiddle
 from riddlectl.pipeline.ledger import Pipeline
+from riddlectl.pipeline.stages import EXTRACT, MANAGE, SOLVE, VALIDATE
 from riddlectl.spool.contract import Spool, unknown
-from riddlectl.spool.states import FINAL, INBOX, Queue, route
+from riddlectl.spool.states import FINAL, INBOX, STEPS, Queue, route
 
-RETRY_STEPS = ("extract", "solve", "validate")
+RETRY_STEPS = STEPS  # where `retry --from` may start a riddle again: a step of its status
 
 
 def _why_not_hold(queue: Queue) -> str | None:
@@ -120,20 +121,17 @@ def failed_step(riddle: Riddle) -> str:
         if event.get("to") != Queue.FAILED.value:
             continue
         stage = event.get("stage")
-        if stage in RETRY_STEPS:
+        if stage in STEPS:
             return str(stage)
-        if stage == "manage":  # rejected on its last trial
-            return "solve"
-        return _RESUME_FROM.get(str(event.get("from")), "solve")
-    return "solve"
+        if stage == MANAGE.name:  # rejected on its last trial
+            return SOLVE.name
+        return _RESUME_FROM.get(str(event.get("from")), SOLVE.name)
+    return SOLVE.name
 
 
-_RESUME_FROM = {
-    Queue.INCOMING.value: "extract",
-    Queue.EXTRACTED.value: "solve",
-    Queue.SOLVED.value: "validate",
-    Queue.VALIDATED.value: "validate",
-}
+# A riddle cancelled in a step's inbox starts again at that step; one cancelled while
+# waiting for manage (in validated/) is validated again.
+_RESUME_FROM = {INBOX[step].value: step for step in STEPS} | {MANAGE.inbox.value: VALIDATE.name}
 
 
 def retry(
@@ -155,8 +153,8 @@ def retry(
 
 
 def _before(step: str) -> str | None:
-    index = RETRY_STEPS.index(step)
-    return RETRY_STEPS[index - 1] if index else None
+    index = STEPS.index(step)
+    return STEPS[index - 1] if index else None
 
 
 def _reset(riddle: Riddle, step: str, reset_trials: bool) -> None:
@@ -165,9 +163,9 @@ def _reset(riddle: Riddle, step: str, reset_trials: bool) -> None:
     extra.pop("retry_at", None)
     riddle.error = None
     riddle.status.solved = False
-    for name in RETRY_STEPS[RETRY_STEPS.index(step) :]:
+    for name in STEPS[STEPS.index(step) :]:
         riddle.status.step(name).finished = False
-    if step in ("extract", "solve"):
+    if step in (EXTRACT.name, SOLVE.name):
         riddle.solution = None
         _retire_children(riddle)
     elif riddle.solution is not None:
@@ -205,12 +203,7 @@ def purge(pipeline: Pipeline, queues: Iterable[Queue], older_than: float) -> lis
             except UnknownRiddle:  # purged meanwhile by another command
                 continue
             if claim.queue is queue:
-                event = {
-                    **pipeline.record(claim.riddle, "purge", queue, None, "ok"),
-                    "rev": claim.riddle.rev,
-                }
-                with pipeline.events.committing([event], pipeline.committed):
-                    pipeline.spool.delete(claim)
+                pipeline.delete(claim, "purge")
                 purged.append(riddle.id or "")
             else:
                 pipeline.spool.release(claim)

@@ -32,13 +32,15 @@ __all__ = ["Finding", "examine"]
 def examine(pipeline: Pipeline, fix: bool = False) -> list[Finding]:
     spool = pipeline.spool
     findings = spool.examine(fix)  # first: the family checks read what it mends
-    findings += _family(pipeline, fix)
+    findings += family(pipeline, fix)
     findings += [Finding("corrupt", c.name, c.reason) for c in spool.corrupt_files()]
     rank = {kind: index for index, kind in enumerate(ORDER)}
     return sorted(findings, key=lambda f: rank.get(f.kind, len(ORDER)))
 
 
-def _family(pipeline: Pipeline, fix: bool) -> list[Finding]:
+def family(pipeline: Pipeline, fix: bool = False) -> list[Finding]:
+    """Sub-riddles whose parent is gone (`fix` detaches them) and parents waiting on
+    children that are all final or gone (`fix` resumes them): checks of any spool."""
     spool = pipeline.spool
     findings = []
     for queue in Queue:
@@ -50,10 +52,10 @@ def _family(pipeline: Pipeline, fix: bool) -> list[Finding]:
                 findings.append(finding)
     for parent_id in spool.ids(Queue.WAITING):
         parent = spool.read(Queue.WAITING, parent_id)
-        if parent is not None and pipeline.sub_results_of(parent) is not None:
+        if parent is not None and pipeline.parents.results(parent) is not None:
             finding = Finding("waiting", parent_id, "every sub-riddle is final or gone")
             if fix:
-                finding.fixed = pipeline.resume_parent(parent_id)
+                finding.fixed = pipeline.parents.resume(parent_id)
             findings.append(finding)
     return findings
 

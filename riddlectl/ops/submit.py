@@ -16,7 +16,6 @@ from riddlectl.document.model import Riddle
 from riddlectl.errors import InvalidDocument
 from riddlectl.pipeline.ledger import Pipeline
 from riddlectl.settings import Settings
-from riddlectl.spool.states import route
 
 
 @dataclass(frozen=True)
@@ -115,8 +114,5 @@ def submit(pipeline: Pipeline, riddles: list[Riddle]) -> list[str]:
 
     `DuplicateId` when any id is already in the spool (nothing is stored then).
     """
-    for riddle in riddles:
-        pipeline.record(riddle, "submit", None, route(riddle), "ok", rev=1)
-    with pipeline.events.committing([r.history[-1] for r in riddles], pipeline.committed):
-        pipeline.spool.add(riddles)
+    pipeline.add(riddles)
     return [riddle.id or "" for riddle in riddles]

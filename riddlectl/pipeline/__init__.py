@@ -1,3 +1,4 @@
-"""What happens to a claimed riddle: the stage functions, the ledger that turns outcomes into
-commits, parents and sub-riddles, retry policy.
+"""What happens to a claimed riddle: what each stage does (`stages`), one attempt of a
+stage on claimed riddles with its retries (`attempts`, `retry`), parents and their
+sub-riddles (`parents`), and the ledger that makes every outcome one commit (`ledger`).
 """

@@ -15,4 +15,4 @@ class RetryPolicy:
         """Seconds to wait after the `failed_attempts`-th failure; None: no attempt is left."""
         if failed_attempts >= self.max_attempts:
             return None
-        return min(self.cap, self.base * 2 ** (failed_attempts - 1))
+        return min(self.cap, self.base * 2.0 ** (failed_attempts - 1))

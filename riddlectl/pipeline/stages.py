@@ -1,6 +1,6 @@
 """What each stage does to one riddle: a function from a document to an `Outcome`.
 
-No claims, locks or retries here (that is `pipeline`); a stage raises `HandlerRefused` or
+No claims, locks or retries here (that is `attempts`); a stage raises `HandlerRefused` or
 `InvalidData` when the riddle must fail now, and any other exception for an error worth
 trying again.
 """
@@ -8,6 +8,7 @@ trying again.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ from riddlectl.document.model import DataItem, Riddle, Solution
 from riddlectl.errors import HandlerFailed, HandlerRefused, HandlerTimeout, InvalidData
 from riddlectl.handlers.base import Job, NamedHandler
 from riddlectl.spool.extractions import ExtractionCache, envelope
-from riddlectl.spool.states import Queue, route
+from riddlectl.spool.states import INBOX, Queue, route
 
 
 @dataclass
@@ -101,7 +102,7 @@ def extract(riddle: Riddle, ctx: StageContext) -> Outcome:
         for index, item in enumerate(riddle.data):
             item.file_extracted = _extract_item(riddle, index, item, ctx)
         riddle.status.extract.finished = True
-    return Outcome(riddle, route(riddle, "extract"))
+    return Outcome(riddle, route(riddle, EXTRACT.name))
 
 
 def _extract_item(riddle: Riddle, index: int, item: DataItem, ctx: StageContext) -> str:
@@ -127,7 +128,7 @@ def _extract_item(riddle: Riddle, index: int, item: DataItem, ctx: StageContext)
         ctx.store.note_file_key(info, handler.name, version, key)
 
     def make() -> dict[str, Any]:
-        job = ctx.job(riddle, "extract", item_index=index, item_path=Path(path))
+        job = ctx.job(riddle, EXTRACT.name, item_index=index, item_path=Path(path))
         found = _answer(call(handler, job), handler)
         return envelope(item.file_plain, read(), handler.name, version, found)
 
@@ -162,11 +163,11 @@ def extract_again(riddle: Riddle, ctx: StageContext) -> Outcome | None:
 
 def solve(riddle: Riddle, ctx: StageContext) -> Outcome:
     if not riddle.status.solve.required:
-        return Outcome(riddle, route(riddle, "solve"))
+        return Outcome(riddle, route(riddle, SOLVE.name))
     again = extract_again(riddle, ctx)
     if again is not None:
         return again
-    job = ctx.job(riddle, "solve", extractions=load_extractions(riddle, ctx))
+    job = ctx.job(riddle, SOLVE.name, extractions=load_extractions(riddle, ctx))
     declined: list[str] = []
     for handler in ctx.handlers:
         answer = _answer(call(handler, job), handler)
@@ -177,7 +178,7 @@ def solve(riddle: Riddle, ctx: StageContext) -> Outcome:
         if answer.get("solution") is not None:
             riddle.solution = _solution(answer, handler)
             riddle.status.solve.finished = True
-            return Outcome(riddle, route(riddle, "solve"), declined=declined)
+            return Outcome(riddle, route(riddle, SOLVE.name), declined=declined)
         declined.append(handler.name)
     raise NobodyAnswered(declined)
 
@@ -217,13 +218,13 @@ def _spawn(parent: Riddle, specs: Any, handler: NamedHandler) -> Outcome:
 
 def validate(riddle: Riddle, ctx: StageContext) -> Outcome:
     if not riddle.status.validate_.required:
-        return Outcome(riddle, route(riddle, "validate"))
+        return Outcome(riddle, route(riddle, VALIDATE.name))
     if riddle.solution is None:
         raise HandlerRefused("there is no solution to validate")
     again = extract_again(riddle, ctx)
     if again is not None:
         return again
-    job = ctx.job(riddle, "validate", extractions=load_extractions(riddle, ctx))
+    job = ctx.job(riddle, VALIDATE.name, extractions=load_extractions(riddle, ctx))
     reviews = []
     accepted = True
     for handler in ctx.handlers:
@@ -267,7 +268,33 @@ def repose(riddle: Riddle, rejected: Solution, max_trials: int) -> Outcome:
             f"rejected {riddle.status.trial} times (max_trials {max_trials}); last review: {review}"
         )
         return Outcome(riddle, Queue.FAILED, "failed", error)
-    return Outcome(riddle, route(riddle, "extract"), "rejected")
+    return Outcome(riddle, route(riddle, EXTRACT.name), "rejected")
 
 
-STAGE_FUNCTIONS = {"extract": extract, "solve": solve, "validate": validate, "manage": manage}
+# -- the stages -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Stage:
+    """A stage of the pipeline: its name, what it does to one riddle, and whether it runs
+    handlers (manage decides alone); it takes its riddles from its `inbox`."""
+
+    name: str
+    run: Callable[[Riddle, StageContext], Outcome]
+    takes_handlers: bool = True
+
+    @property
+    def inbox(self) -> Queue:
+        return INBOX[self.name]
+
+
+EXTRACT = Stage("extract", extract)
+SOLVE = Stage("solve", solve)
+VALIDATE = Stage("validate", validate)
+MANAGE = Stage("manage", manage, takes_handlers=False)
+_BY_NAME = {stage.name: stage for stage in (EXTRACT, SOLVE, VALIDATE, MANAGE)}
+
+
+def stage_named(name: str) -> Stage:
+    """The stage called `name` (one of `states.STAGES`); `KeyError` for any other."""
+    return _BY_NAME[name]

@@ -29,8 +29,6 @@ from riddlectl.spool.states import Queue
 if TYPE_CHECKING:
     from riddlectl.document.model import Riddle
 
-# Claims abandoned in a row (their agent died holding them) before the riddle is poison.
-DEFAULT_MAX_ABANDONED = 5
 # Seconds `claim_id` waits for a riddle's holder before it says so (`Spool.on_wait`).
 WAIT_NOTICE = 0.5
 

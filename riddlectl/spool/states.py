@@ -13,29 +13,31 @@ if TYPE_CHECKING:
 
 
 class Queue(StrEnum):
-    INCOMING = "incoming"
-    EXTRACTED = "extracted"
-    SOLVED = "solved"
-    VALIDATED = "validated"
-    DONE = "done"
-    FAILED = "failed"
-    WAITING = "waiting"
-    HOLD = "hold"
+    INCOMING = "incoming"  # waiting for extract; where users drop riddle files
+    EXTRACTED = "extracted"  # waiting for solve
+    SOLVED = "solved"  # waiting for validate
+    VALIDATED = "validated"  # waiting for manage: accepted, posed again, or failed
+    DONE = "done"  # final: accepted, or finished without validation
+    FAILED = "failed"  # final: given up, with the reason in `error`
+    WAITING = "waiting"  # parents waiting for their sub-riddles
+    HOLD = "hold"  # parked by a user until released
 
 
 # `corrupt/` and `tmp/` are directories of the layout but never hold a riddle document.
 LAYOUT_DIRS = [*(q.value for q in Queue), "corrupt", "tmp"]
 FINAL = frozenset({Queue.DONE, Queue.FAILED})
-STAGES = ("extract", "solve", "validate", "manage")
+# The stages in pipeline order and the queue each takes its riddles from: the one table
+# of inboxes (what each stage does is `pipeline.stages.Stage`).
 INBOX = {
     "extract": Queue.INCOMING,
     "solve": Queue.EXTRACTED,
     "validate": Queue.SOLVED,
     "manage": Queue.VALIDATED,
 }
+STAGES = tuple(INBOX)
 STAGE_OF_INBOX = {queue: stage for stage, queue in INBOX.items()}
-# Queues a riddle visits in order; `validated/` is only reached through validation.
-_PIPELINE = (("extract", Queue.INCOMING), ("solve", Queue.EXTRACTED), ("validate", Queue.SOLVED))
+# The steps of a document's `status`, in order: every stage but manage, which ends a trial.
+STEPS = ("extract", "solve", "validate")
 
 
 def route(riddle: Riddle, after: str | None = None) -> Queue:
@@ -44,13 +46,8 @@ def route(riddle: Riddle, after: str | None = None) -> Queue:
     With no required step left the riddle is finished: `validated/` after validation
     (manage decides), else `done/`.
     """
-    names = [name for name, _ in _PIPELINE]
-    start = 0 if after is None else names.index(after) + 1 if after in names else len(names)
-    for name, queue in _PIPELINE[start:]:
+    start = 0 if after is None else STEPS.index(after) + 1 if after in STEPS else len(STEPS)
+    for name in STEPS[start:]:
         if riddle.status.step(name).required:
-            return queue
+            return INBOX[name]
     return Queue.VALIDATED if after == "validate" else Queue.DONE
-
-
-def is_final(queue: Queue) -> bool:
-    return queue in FINAL

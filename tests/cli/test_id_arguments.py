@@ -120,7 +120,7 @@ def test_an_id_that_is_not_valid_is_an_unknown_id(cli: Cli, command: str) -> Non
 def slow_solver(tmp_path: Path, seconds: float) -> str:
     script = tmp_path / "slow.sh"
     script.write_text(
-        f"#!/bin/sh\ncat >/dev/null\nsleep {seconds}\n"
+        f"#!/bin/sh\ncat >/dev/null\ntouch {tmp_path / 'started'}\nsleep {seconds}\n"
         'echo \'{"solution": "150", "explanation": "slow"}\'\n'
     )
     script.chmod(0o755)
@@ -128,7 +128,7 @@ def slow_solver(tmp_path: Path, seconds: float) -> str:
 
 
 def handling(cli: Cli, tmp_path: Path, seconds: float) -> subprocess.Popen[bytes]:
-    """An agent that is handling riddle `busy` (its claim record written) when this returns."""
+    """An agent that is handling riddle `busy` (its handler started) when this returns."""
     submit(cli, "busy")
     assert cli("run", "--once", "--stages", "extract").code == 0
     agent = cli.popen(
@@ -140,10 +140,9 @@ def handling(cli: Cli, tmp_path: Path, seconds: float) -> subprocess.Popen[bytes
         "30",
         start_new_session=True,
     )
-    lock = cli.spool / "locks" / "busy.lock"
     deadline = time.monotonic() + 20
-    while not lock.read_bytes().strip():
-        assert time.monotonic() < deadline, "the agent never claimed the riddle"
+    while not (tmp_path / "started").exists():
+        assert time.monotonic() < deadline, "the agent never started handling the riddle"
         time.sleep(0.02)
     return agent
 

@@ -222,10 +222,11 @@ def test_events_follow_streams_new_events(cli: Cli) -> None:
     cli("init")
     follower = cli.popen("events", "--follow")
     try:
-        time.sleep(0.5)
         submit_flags(cli, "f1")
-        line = follower.stdout.readline()
-        assert orjson.loads(line)["id"] == "f1"
+        assert orjson.loads(follower.stdout.readline())["id"] == "f1"
+        # It is following by now: what comes next is streamed as it comes.
+        submit_flags(cli, "f2")
+        assert orjson.loads(follower.stdout.readline())["id"] == "f2"
     finally:
         follower.terminate()
         follower.wait(timeout=10)

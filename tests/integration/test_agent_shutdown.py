@@ -97,14 +97,13 @@ def group_members(pgid: int) -> list[int]:
 
 
 def assert_given_back(cli: Cli, *ids: str) -> None:
-    """Back in the solve inbox, unchanged: not failed, no attempt charged, no claim left."""
+    """Back in the solve inbox, unchanged: not failed, no attempt charged (that the next
+    claim counts no abandoned one either: `test_given_back_riddles_are_handled_…`)."""
     for riddle_id in ids:
         assert (cli.spool / "extracted" / f"{riddle_id}.json").exists(), riddle_id
         riddle = orjson.loads(cli("show", riddle_id).out)
         assert not riddle.get("attempts") and not riddle.get("retry_at"), riddle
         assert riddle.get("error") is None
-        record = (cli.spool / "locks" / f"{riddle_id}.lock").read_bytes()
-        assert record.strip() == b""  # no claim record: the next claim charges nothing
 
 
 AGENTS = {
@@ -209,6 +208,9 @@ def test_given_back_riddles_are_handled_by_the_next_agent(
     assert cli("result", "hang-1").out == "7\n"
     history = orjson.loads(cli("show", "hang-1").out)["history"]
     assert [e["outcome"] for e in history if e["stage"] == "solve"] == ["ok"]
+    # Given back, not abandoned: the next claim counted no dead agent against it.
+    events = [orjson.loads(line) for line in cli("events").out.splitlines()]
+    assert [e for e in events if e["outcome"] == "abandoned"] == []
 
 
 def test_an_agent_with_nothing_running_stops_at_once_and_says_nothing(cli: Cli) -> None:

@@ -15,12 +15,11 @@ import pytest
 
 from riddlectl import runtime
 from riddlectl.agent.supervisor import run
-from riddlectl.identity import Actor, hostname
+from riddlectl.identity import Actor
 from riddlectl.ops import submit
 from riddlectl.ops.doctor import examine
 from riddlectl.settings import Settings
 from riddlectl.spool import crashpoints
-from riddlectl.spool.fs import atomic
 from riddlectl.spool.states import Queue
 from tests.conftest import Cli, example_doc
 
@@ -50,10 +49,8 @@ def assert_recovered(settings: Settings, riddle_id: str, solution: str = "150") 
     spool = runtime.open_spool(settings)
     assert spool.require(riddle_id)[1].solution.solution == solution
     pipeline = runtime.pipeline(settings, spool, Actor("doctor"))
+    # Nothing left behind either: no claim of a final riddle, no file of a dead writer.
     assert [f.as_dict() for f in examine(pipeline)] == []
-    assert [p.name for p in (Path(settings.spool) / "locks").iterdir() if p.stat().st_size] == []
-    owners = {atomic.tmp_owner(p.name) for p in (Path(settings.spool) / "tmp").iterdir()}
-    assert owners <= {(hostname(), os.getpid())}, "only this live process's recycled spares"
 
 
 @pytest.mark.parametrize("point", crashpoints.POINTS)
@@ -73,14 +70,30 @@ def test_agent_dying_at_each_step_is_recovered(
     assert_recovered(settings, riddle_id)
 
 
-def test_kill_9_while_handling_is_taken_up_again(cli: Cli, settings: Settings) -> None:
+def wait_for(path: Path, seconds: float = 20) -> None:
+    """Wait until `path` exists: a handler that touches it has started."""
+    deadline = time.monotonic() + seconds
+    while not path.exists():
+        assert time.monotonic() < deadline, f"{path.name} did not appear in {seconds} s"
+        time.sleep(0.02)
+
+
+def wait_for_text(path: Path, text: str, seconds: float = 30) -> None:
+    """Wait until the file `path` (a process's stderr) says `text`."""
+    deadline = time.monotonic() + seconds
+    while text not in path.read_text(errors="replace"):
+        assert time.monotonic() < deadline, f"{path.name} did not say {text!r} in {seconds} s"
+        time.sleep(0.05)
+
+
+def test_kill_9_while_handling_is_taken_up_again(
+    cli: Cli, settings: Settings, tmp_path: Path
+) -> None:
     (riddle_id,) = submit_docs(settings, example_doc(status={"validate": {"required": False}}))
     run(settings, ("extract",), once=True)
-    agent = cli.popen("agent", "solve", "--handler", "cmd:sleep 30")
-    deadline = time.time() + 20
-    claims = Path(settings.spool) / "locks" / f"{riddle_id}.lock"
-    while not (claims.exists() and claims.stat().st_size) and time.time() < deadline:
-        time.sleep(0.05)
+    started = tmp_path / "started"
+    agent = cli.popen("agent", "solve", "--handler", f"cmd:sh -c 'touch {started}; sleep 30'")
+    wait_for(started)
     agent.send_signal(signal.SIGKILL)
     agent.wait(timeout=10)
     assert_recovered(settings, riddle_id)
@@ -183,25 +196,23 @@ def _alive(pid: int) -> bool:
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_agent_stops_cleanly_finishing_what_it_holds(
-    cli: Cli, settings: Settings, sig: signal.Signals
+    cli: Cli, settings: Settings, sig: signal.Signals, tmp_path: Path
 ) -> None:
     (riddle_id,) = submit_docs(
         settings,
         example_doc(status={"extract": {"required": False}, "validate": {"required": False}}),
     )
+    started = tmp_path / "started"
+    answer = 'echo {\\"solution\\": 7}'
     agent = cli.popen(
-        "agent", "solve", "--handler", "cmd:sh -c 'sleep 1; echo {\\\"solution\\\": 7}'"
+        "agent", "solve", "--handler", f"cmd:sh -c 'touch {started}; sleep 1; {answer}'"
     )
-    claims = Path(settings.spool) / "locks" / f"{riddle_id}.lock"
-    deadline = time.time() + 20
-    while not (claims.exists() and claims.stat().st_size) and time.time() < deadline:
-        time.sleep(0.02)
+    wait_for(started)
     agent.send_signal(sig)
     assert agent.wait(timeout=30) == 0
     queue, riddle = runtime.open_spool(settings).require(riddle_id)
     assert (queue, riddle.solution.solution) == (Queue.DONE, "7")
-    assert claims.stat().st_size == 0  # the lock file is kept, its claim record cleared
-    assert cli("doctor").code == 0
+    assert cli("doctor").code == 0  # and its claim is over: nothing stale to report
 
 
 @pytest.fixture
@@ -218,7 +229,7 @@ def small_disk(tmp_path: Path):
 
 
 def test_full_disk_backs_off_and_loses_nothing(
-    cli: Cli, settings: Settings, small_disk: Path
+    cli: Cli, settings: Settings, small_disk: Path, tmp_path: Path
 ) -> None:
     settings = replace(settings, spool=small_disk / "spool")
     ids = submit_docs(settings, *[example_doc() for _ in range(5)])
@@ -231,62 +242,76 @@ def test_full_disk_backs_off_and_loses_nothing(
         pass
     finally:
         os.close(fd)
-    agent = subprocess.Popen(
-        Cli(settings.spool, settings.data_dir).argv("run"),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    time.sleep(2)
-    filler.unlink()
-    deadline = time.time() + 60
-    spool = runtime.open_spool(settings)
-    while len(spool.ids(Queue.DONE)) < 5 and time.time() < deadline:
-        time.sleep(0.1)
-    agent.send_signal(signal.SIGTERM)
-    _, err = agent.communicate(timeout=30)
-    assert "No space left on device" in err.decode()
+    stderr = tmp_path / "stderr"
+    with open(stderr, "wb") as err:
+        agent = subprocess.Popen(
+            Cli(settings.spool, settings.data_dir).argv("run"), stdout=subprocess.PIPE, stderr=err
+        )
+    try:
+        wait_for_text(stderr, "No space left on device")  # it says so, and waits
+        filler.unlink()
+        spool = runtime.open_spool(settings)
+        deadline = time.monotonic() + 60
+        while len(spool.ids(Queue.DONE)) < 5 and time.monotonic() < deadline:
+            time.sleep(0.1)
+    finally:
+        agent.send_signal(signal.SIGTERM)
+        agent.communicate(timeout=30)
     assert sorted(spool.ids(Queue.DONE)) == sorted(ids)
     for riddle_id in ids:
         assert spool.require(riddle_id)[1].solution.solution == "150"
 
 
-def test_read_only_spool_backs_off(cli: Cli, settings: Settings, small_disk: Path) -> None:
+def test_read_only_spool_backs_off(
+    cli: Cli, settings: Settings, small_disk: Path, tmp_path: Path
+) -> None:
     settings = replace(settings, spool=small_disk / "spool")
     (riddle_id,) = submit_docs(settings, example_doc())
     subprocess.run(["mount", "-o", "remount,ro", str(small_disk)], check=True)
-    agent = subprocess.Popen(
-        Cli(settings.spool, settings.data_dir).argv("run"),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-    )
-    time.sleep(2)
-    subprocess.run(["mount", "-o", "remount,rw", str(small_disk)], check=True)
-    spool = runtime.open_spool(settings)
-    deadline = time.time() + 60
-    while spool.find(riddle_id)[0] is not Queue.DONE and time.time() < deadline:
-        time.sleep(0.1)
-    agent.send_signal(signal.SIGTERM)
-    _, err = agent.communicate(timeout=30)
-    assert "Read-only file system" in err.decode()
+    stderr = tmp_path / "stderr"
+    with open(stderr, "wb") as err:
+        agent = subprocess.Popen(
+            Cli(settings.spool, settings.data_dir).argv("run"), stdout=subprocess.PIPE, stderr=err
+        )
+    try:
+        wait_for_text(stderr, "Read-only file system")  # it says so, and waits
+        subprocess.run(["mount", "-o", "remount,rw", str(small_disk)], check=True)
+        spool = runtime.open_spool(settings)
+        deadline = time.monotonic() + 60
+        while spool.find(riddle_id)[0] is not Queue.DONE and time.monotonic() < deadline:
+            time.sleep(0.1)
+    finally:
+        agent.send_signal(signal.SIGTERM)
+        agent.communicate(timeout=30)
     assert spool.find(riddle_id)[1].solution.solution == "150"
 
 
-def test_a_starting_agent_clears_claim_records_of_final_riddles_only(
-    settings: Settings,
+def test_a_starting_agent_forgets_the_claims_of_final_riddles_only(
+    cli: Cli, settings: Settings
 ) -> None:
-    # An agent that died after committing to a final queue leaves its claim record behind; one
-    # that died while handling leaves one on a riddle still in flight, which must stay
-    # (it counts the abandoned claims of a poison riddle).
+    # An agent that died after committing a riddle to a final queue left its claim behind,
+    # and nobody will claim that riddle again to tidy up; one that died while handling a
+    # riddle left a claim that counts towards a poison riddle, and must stay.
     finished, in_flight = submit_docs(
         settings,
         example_doc(status={"extract": {"required": False}, "validate": {"required": False}}),
         example_doc(),
     )
-    summary = run(settings, once=True, stages=["solve", "manage"])
-    assert summary.failed == [finished]  # final (unsolvable without its extractions)
-    locks = Path(settings.spool) / "locks"
-    for riddle_id in (finished, in_flight):
-        (locks / f"{riddle_id}.lock").write_bytes(b"1 host 123 0.0\n")
-    run(settings, once=True, stages=["validate"])  # starts an agent, which finds no work
-    assert (locks / f"{finished}.lock").stat().st_size == 0
-    assert (locks / f"{in_flight}.lock").read_bytes() == b"1 host 123 0.0\n"
+    for stage, point in (("extract", "claimed"), ("solve", "source-removed")):
+        died = subprocess.run(
+            cli.argv("agent", stage, "--once"),
+            env={**os.environ, crashpoints.ENV: point},
+            capture_output=True,
+            timeout=60,
+        )
+        assert died.returncode == crashpoints.CRASH_EXIT, died.stderr
+    assert runtime.open_spool(settings).require(finished)[0] is Queue.FAILED  # no extractions
+    assert f"stale-claim\t{finished}" in cli("doctor").out
+    run(settings, once=True, stages=["validate"])  # an agent starts, and finds no work
+    assert cli("doctor").code == 0
+    run(settings, once=True)
+    abandoned = [e for e in runtime.event_log(settings).read() if e["outcome"] == "abandoned"]
+    assert [(e["id"], e["stage"], e["error"]) for e in abandoned] == [
+        (in_flight, "extract", "its agent died while handling it (1 in a row)")
+    ]
+    assert runtime.open_spool(settings).require(in_flight)[0] is Queue.DONE

@@ -169,12 +169,13 @@ def test_agents_killed_at_random_lose_no_event(cli: Cli, helpers: Path) -> None:
 # -- abandoned claims ------------------------------------------------------------------------
 
 
-def test_a_claim_whose_agent_was_killed_is_logged_as_abandoned(cli: Cli) -> None:
+def test_a_claim_whose_agent_was_killed_is_logged_as_abandoned(cli: Cli, tmp_path: Path) -> None:
     cli("submit", "--id", "a1", "--question", "x * y =", "--no-extract", "--no-validate")
-    agent = cli.popen("agent", "solve", "--handler", "cmd:sleep 30")
-    record = cli.spool / "locks" / "a1.lock"
+    started = tmp_path / "started"
+    agent = cli.popen("agent", "solve", "--handler", f"cmd:sh -c 'touch {started}; sleep 30'")
     deadline = time.monotonic() + 20
-    while not (record.exists() and record.read_bytes().strip()) and time.monotonic() < deadline:
+    while not started.exists():  # the handler runs: the agent is handling the riddle
+        assert time.monotonic() < deadline, "the handler did not start"
         time.sleep(0.02)
     agent.send_signal(signal.SIGKILL)
     agent.wait(timeout=10)

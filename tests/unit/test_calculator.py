@@ -14,16 +14,10 @@ from riddlectl.document.numbers import format_number
 from riddlectl.errors import HandlerRefused
 from riddlectl.handlers.base import Job
 from riddlectl.handlers.builtin.calculator import (
-    MAX_DEPTH,
-    MAX_QUESTION_CHARS,
-    MAX_TOKENS,
     BinOp,
-    BoundsError,
-    CalcError,
     Compare,
     Neg,
     Num,
-    UnknownVariable,
     Var,
     describe,
     evaluate,
@@ -31,6 +25,14 @@ from riddlectl.handlers.builtin.calculator import (
     variables_of,
 )
 from riddlectl.handlers.builtin.catalog import calculator
+from riddlectl.handlers.builtin.questions import (
+    MAX_DEPTH,
+    MAX_QUESTION_CHARS,
+    MAX_TOKENS,
+    BoundsError,
+    CalcError,
+    UnknownVariable,
+)
 from riddlectl.handlers.builtin.recheck import recompute
 from riddlectl.handlers.builtin.textfacts import extract_facts
 

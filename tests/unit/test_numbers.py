@@ -14,7 +14,6 @@ from riddlectl.document.numbers import (
     LANGUAGES,
     MAX_NUMBER_CHARS,
     MINUS_CHARS,
-    format_bool,
     format_number,
     parse_number,
     words_to_number,
@@ -100,7 +99,6 @@ def test_format_number_refuses_bool_and_float() -> None:
         format_number(True)  # type: ignore[arg-type]
     with pytest.raises(TypeError):
         format_number(1.5)  # type: ignore[arg-type]
-    assert format_bool(True) == "true" and format_bool(False) == "false"
 
 
 @settings(database=None)

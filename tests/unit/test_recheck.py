@@ -13,14 +13,9 @@ from hypothesis import strategies as st
 from riddlectl.document.model import Riddle
 from riddlectl.handlers.base import Job
 from riddlectl.handlers.builtin import recheck
-from riddlectl.handlers.builtin.calculator import (
-    BoundsError,
-    CalcError,
-    UnknownVariable,
-    evaluate,
-    parse_question,
-)
+from riddlectl.handlers.builtin.calculator import evaluate, parse_question
 from riddlectl.handlers.builtin.catalog import gatekeeper
+from riddlectl.handlers.builtin.questions import BoundsError, CalcError, UnknownVariable
 from riddlectl.handlers.builtin.recheck import recompute
 from riddlectl.handlers.builtin.textfacts import extract_facts
 

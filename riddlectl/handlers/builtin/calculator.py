@@ -14,11 +14,11 @@ Grammar, loosest first (``^`` is ``**``; both group from the right, as in Python
     power      := atom ("**" ("+" | "-")* atom)*     # folded from the right
     atom       := NUMBER | NAME | "(" comparison ")"
 
-``prefix`` is a leading "What is", "Compute", "Calculate", "Was ist", "Is", …
-(:data:`PREFIXES`); ``trailer`` is any run of ``=``, ``?``, ``.``, ``!`` at the end.  A
-single ``=`` elsewhere means ``==``.  Word operators (``plus``, ``times``, ``divided by``,
-``mal``, ``geteilt durch``, ``durch``, ``to the power of``, ``is greater than``,
-``größer als``, …) are in :data:`WORD_OPERATORS`.  A run of words that reads as an
+``prefix`` is a leading "What is", "Compute", "Calculate", "Was ist", "Is", …; ``trailer``
+is any run of ``=``, ``?``, ``.``, ``!`` at the end.  A single ``=`` elsewhere means
+``==``.  Word operators (``plus``, ``times``, ``divided by``, ``mal``, ``geteilt durch``,
+``durch``, ``to the power of``, ``is greater than``, ``größer als``, …): the tables of
+:mod:`riddlectl.handlers.builtin.questions`.  A run of words that reads as an
 English or German number (``twelve``, ``one hundred and four``, ``zwölf``,
 ``thirty-four``, ``two point five``, ``three quarters``, ``zwei Komma fünf``: see
 :mod:`riddlectl.handlers.builtin.numberwords`) is a number literal, so a variable cannot
@@ -28,10 +28,11 @@ digits read the German way in a German question (one with a word of
 :data:`riddlectl.handlers.builtin.numberwords.GERMAN_QUESTION_WORDS`: ``Was ist 1,500 mal x?``).
 Names are ``[^\\W\\d]\\w*`` (letters, digits, ``_``; non-ASCII letters too), case kept.
 
-Bounds (module constants; work beyond them raises :class:`BoundsError` before it is
-done): :data:`MAX_QUESTION_CHARS` = 10,000 characters; :data:`MAX_TOKENS` = 5,000
-tokens; :data:`MAX_DEPTH` = 100 nested parentheses (recursion stays far from Python's
-limit: ``+``/``*``/``**`` chains are parsed with loops, trees walked with stacks);
+Bounds (constants of :mod:`riddlectl.handlers.builtin.questions`; work beyond them raises
+:class:`BoundsError` before it is done): :data:`MAX_QUESTION_CHARS` = 10,000 characters;
+:data:`MAX_TOKENS` = 5,000 tokens; :data:`MAX_DEPTH` = 100 nested parentheses (recursion
+stays far from Python's limit: ``+``/``*``/``**`` chains are parsed with loops, trees walked
+with stacks);
 :data:`MAX_EXPONENT` = 100,000 (largest ``|exponent|``); :data:`MAX_BITS` = 100,000 (largest
 numerator or denominator of any intermediate result, in bits).  The size of a power is
 estimated *before* it is computed, so ``9**9**9**9`` is refused in microseconds.
@@ -47,67 +48,27 @@ from fractions import Fraction
 from riddlectl.document.numbers import format_number, parse_number
 from riddlectl.handlers.builtin.numberwords import (
     GERMAN_QUESTION_WORDS,
-    QUESTION_LANGS,
     question_word_number,
 )
+from riddlectl.handlers.builtin.questions import (
+    COMPARISONS,
+    MAX_BITS,
+    MAX_DEPTH,
+    MAX_EXPONENT,
+    MAX_NUMBER_WORDS,
+    MAX_QUESTION_CHARS,
+    MAX_TOKENS,
+    PREFIXES,
+    SYMBOL_ALIASES,
+    TRAILERS,
+    WORD_OPERATORS,
+    BoundsError,
+    CalcError,
+    UnknownVariable,
+)
 
-MAX_QUESTION_CHARS = 10_000
-MAX_TOKENS = 5_000
-MAX_DEPTH = 100
-MAX_EXPONENT = 100_000
-MAX_BITS = 100_000
-MAX_NUMBER_WORDS = 24  #: the most words one number written in words may have
-WORD_NUMBER_LANGS = QUESTION_LANGS  #: languages of number words in questions
-COMPARISONS = ("<", ">", "<=", ">=", "==", "!=")
-
-_VOCABULARY = """
-+  plus | added to
--  minus | weniger
-*  times | multiplied by | mal | multipliziert mit
-/  divided by | geteilt durch | dividiert durch | durch | over
-** to the power of | raised to the power of | raised to | hoch
->= is greater than or equal to | greater than or equal to | is at least
->= ist größer oder gleich | größer oder gleich
-<= is less than or equal to | less than or equal to | is at most
-<= ist kleiner oder gleich | kleiner oder gleich
->  is greater than | greater than | is more than | more than | is larger than | larger than
->  is bigger than | bigger than | ist größer als | größer als
-<  is less than | less than | is smaller than | smaller than | ist kleiner als | kleiner als
-!= is not equal to | not equal to | ist ungleich | ungleich
-== is equal to | equal to | equals | ist gleich | gleich
-"""
-#: Word operators (lower-cased word tuples) → the symbol each stands for.
-WORD_OPERATORS: dict[tuple[str, ...], str] = {
-    tuple(phrase.split()): line.split()[0]
-    for line in _VOCABULARY.strip().splitlines()
-    for phrase in line.split(None, 1)[1].split("|")
-}
 _LONGEST_OPERATOR = max(map(len, WORD_OPERATORS))
 _OPERATOR_FIRST_WORDS = {phrase[0] for phrase in WORD_OPERATORS}
-_PREFIX_TEXT = """what is the value of | what is | what's | whats | how much is | compute
-calculate | evaluate | was ist | wie viel ist | wieviel ist | berechne | berechnen sie | rechne
-is it true that | is | ist"""
-#: Leading phrasings that are dropped ("What is x + y?"), longest first.
-PREFIXES: tuple[tuple[str, ...], ...] = tuple(
-    sorted(
-        (tuple(p.split()) for p in _PREFIX_TEXT.replace("\n", "|").split("|")),
-        key=len,
-        reverse=True,
-    )
-)
-#: Typographic and alternative symbols → the ASCII operator they stand for.
-SYMBOL_ALIASES = {
-    "^": "**",
-    "\u00d7": "*",
-    "\u00b7": "*",
-    "\u00f7": "/",
-    "\u2212": "-",
-    "\u2265": ">=",
-    "\u2264": "<=",
-    "\u2260": "!=",
-    "=": "==",
-}
-TRAILERS = frozenset("=?.!")
 #: Raw lexer shared by nothing else: one alternative per token kind; ``bad`` catches the rest.
 _LEX_RE = re.compile(
     r"(?P<space>\s+)"
@@ -117,22 +78,6 @@ _LEX_RE = re.compile(
     r"|(?P<bad>.)",
     re.S,
 )
-
-
-class CalcError(ValueError):
-    """The question cannot be parsed or evaluated (syntax, division by zero, …)."""
-
-
-class UnknownVariable(CalcError):
-    """A variable of the question has no value; ``name`` says which."""
-
-    def __init__(self, name: str) -> None:
-        super().__init__(f"unknown variable {name!r}")
-        self.name = name
-
-
-class BoundsError(CalcError):
-    """The question or its evaluation goes beyond one of the module's bounds."""
 
 
 # Plain (not frozen) slotted dataclasses: building thousands of nodes must stay cheap.

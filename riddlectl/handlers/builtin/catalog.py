@@ -18,6 +18,7 @@ from riddlectl.errors import HandlerRefused, InvalidData
 from riddlectl.handlers.base import Job
 from riddlectl.handlers.builtin import calculator as calc
 from riddlectl.handlers.builtin import recheck
+from riddlectl.handlers.builtin.questions import CalcError
 from riddlectl.handlers.builtin.textfacts import MAX_TEXT_BYTES, extract_facts
 
 #: The text extractor's version, part of its cache key: "2" reads percentages, number
@@ -38,10 +39,10 @@ def text_extractor(job: Job) -> dict[str, Any]:
         raise HandlerRefused(f"{where}: {exc}") from None
 
 
-# -- facts gathered from the extractions ------------------------------------------------------
+# -- definitions gathered from the extractions ------------------------------------------------
 
 
-class Facts:
+class Definitions:
     """Every variable and formula of a riddle's extractions, with the item defining it.
 
     A name defined alike in several items is fine (the first is its source).  A name
@@ -152,7 +153,7 @@ def _meaning(definition: _Definition) -> tuple[str, Fraction | str]:
     if kind == "formula":
         try:
             return kind, calc.describe(calc.parse_question(str(value)))
-        except calc.CalcError:
+        except CalcError:
             return kind, str(value).strip()
     return kind, value
 
@@ -174,33 +175,33 @@ def calculator(job: Job) -> dict[str, Any] | None:
     question = job.riddle.riddle.question
     try:
         expr = calc.parse_question(question)
-        facts = Facts(job)
+        defs = Definitions(job)
         needed = calc.variables_of(expr)
-        facts.check(facts.closure(needed))
-        pending = [n for n in needed if n not in facts.values and n in facts.formulas]
+        defs.check(defs.closure(needed))
+        pending = [n for n in needed if n not in defs.values and n in defs.formulas]
         if pending:
-            return {"sub_riddles": [_sub_riddle(job, facts, name) for name in pending]}
-        value = calc.evaluate(expr, facts.values)
+            return {"sub_riddles": [_sub_riddle(job, defs, name) for name in pending]}
+        value = calc.evaluate(expr, defs.values)
         answer = render(value, job)
-    except calc.CalcError as exc:
+    except CalcError as exc:
         raise HandlerRefused(f"calculator: {exc}") from None
     except ValueError as exc:  # e.g. a result too long to write out (Python's digit limit)
         raise HandlerRefused(f"calculator: result cannot be written: {exc}") from None
-    used = sorted({facts.source[n] for n in needed if n in facts.source})
+    used = sorted({defs.source[n] for n in needed if n in defs.source})
     return {
         "solution": answer,
-        "explanation": _explain(expr, needed, facts, job, answer),
+        "explanation": _explain(expr, needed, defs, job, answer),
         "used_data": [job.riddle.data[i].model_dump(mode="json") for i in used],
     }
 
 
-def _sub_riddle(job: Job, facts: Facts, name: str) -> dict[str, Any]:
-    names = facts.closure(facts.dependencies(name))
-    items = sorted({facts.source[n] for n in names if n in facts.source})
+def _sub_riddle(job: Job, defs: Definitions, name: str) -> dict[str, Any]:
+    names = defs.closure(defs.dependencies(name))
+    items = sorted({defs.source[n] for n in names if n in defs.source})
     return {
         "riddle": {
             "context": job.riddle.riddle.context,
-            "question": sub_question(facts.formulas[name]),
+            "question": sub_question(defs.formulas[name]),
         },
         "data": [job.riddle.data[i].model_dump(mode="json") for i in items],
     }
@@ -216,11 +217,11 @@ def render(value: Fraction | bool, job: Job) -> str:
     return format_number(value)
 
 
-def _explain(expr: Any, needed: list[str], facts: Facts, job: Job, answer: str) -> str:
+def _explain(expr: Any, needed: list[str], defs: Definitions, job: Job, answer: str) -> str:
     givens = []
     for name in needed:
-        where = job.riddle.data[facts.source[name]].file_plain if name in facts.source else "?"
-        givens.append(f"{name} = {format_number(facts.values[name])} ({where})")
+        where = job.riddle.data[defs.source[name]].file_plain if name in defs.source else "?"
+        givens.append(f"{name} = {format_number(defs.values[name])} ({where})")
     prefix = ", ".join(givens)
     sentence = f"{calc.describe(expr)} = {answer}"
     return f"{prefix}; {sentence}" if prefix else sentence
@@ -264,11 +265,11 @@ def _check_form(job: Job, spec: answers.AnswerSpec) -> str | None:
 
 def _check_value(job: Job, given: str) -> dict[str, Any]:
     question = job.riddle.riddle.question
-    facts = Facts(job)
+    defs = Definitions(job)
     try:
         # The recheck's own scan of the question: which data the answer depends on.
-        facts.check(facts.closure(recheck.names(question)))
-    except calc.CalcError as exc:
+        defs.check(defs.closure(recheck.names(question)))
+    except CalcError as exc:
         return {"accept": True, "review": f"form checked; not recomputed ({exc})"}
     except HandlerRefused as exc:
         return {
@@ -276,8 +277,8 @@ def _check_value(job: Job, given: str) -> dict[str, Any]:
             "review": f"solution {given!r} cannot be right: the data give no answer ({exc})",
         }
     try:
-        expected = recheck.recompute(question, facts.values)
-    except calc.CalcError as exc:
+        expected = recheck.recompute(question, defs.values)
+    except CalcError as exc:
         return {"accept": True, "review": f"form checked; not recomputed ({exc})"}
     want = render(expected, job)
     if _same(given, want):

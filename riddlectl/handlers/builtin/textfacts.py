@@ -53,7 +53,6 @@ from typing import Any
 
 from riddlectl.document.numbers import format_number, parse_number
 from riddlectl.handlers.builtin.calculator import (
-    CalcError,
     Compare,
     Var,
     evaluate,
@@ -70,8 +69,9 @@ from riddlectl.handlers.builtin.numberphrases import (
     sign_problem,
     words_value,
 )
+from riddlectl.handlers.builtin.questions import CalcError
 
-__all__ = ["ASSIGNMENT_WORDS", "MAX_TEXT_BYTES", "Facts", "extract_facts"]
+__all__ = ["ASSIGNMENT_WORDS", "MAX_TEXT_BYTES", "TextFacts", "extract_facts"]
 
 #: Largest text accepted, in UTF-8 bytes.
 MAX_TEXT_BYTES = 10 * 1024 * 1024
@@ -150,7 +150,7 @@ _MARKERS = {
 
 
 @dataclass
-class Facts:
+class TextFacts:
     """What :func:`extract_facts` found: values, formulas, every number in order, and
     the assignments refused (name → why)."""
 
@@ -173,7 +173,7 @@ class Facts:
         return found
 
 
-def extract_facts(text: str) -> Facts:
+def extract_facts(text: str) -> TextFacts:
     """Find the variable assignments and numbers of ``text`` (see the module docstring).
 
     Raises ``ValueError`` when ``text`` is over :data:`MAX_TEXT_BYTES` (10 MiB) of UTF-8.
@@ -181,7 +181,7 @@ def extract_facts(text: str) -> Facts:
     """
     if len(text) > MAX_TEXT_BYTES or len(text.encode("utf-8", "surrogatepass")) > MAX_TEXT_BYTES:
         raise ValueError(f"text is larger than {MAX_TEXT_BYTES} bytes")
-    facts = Facts(language=guess_language(text))
+    facts = TextFacts(language=guess_language(text))
     for line in text.splitlines():
         for clause in _CLAUSE_SPLIT_RE.split(line):
             _read_clause(clause, facts)
@@ -205,7 +205,7 @@ def guess_language(text: str) -> str:
     return best if counts[best] else "en"
 
 
-def _read_clause(clause: str, facts: Facts) -> None:
+def _read_clause(clause: str, facts: TextFacts) -> None:
     """Record the clause's assignments and numbers, in order of position."""
     found = dict(_digit_numbers(clause, facts.language))
     heads = list(_HEAD_RE.finditer(clause))
@@ -227,7 +227,7 @@ def _read_clause(clause: str, facts: Facts) -> None:
     facts.numbers.extend(value for _, value in sorted(found.items()))
 
 
-def _record(facts: Facts, name: str, reading: Reading) -> None:
+def _record(facts: TextFacts, name: str, reading: Reading) -> None:
     """The name's latest assignment replaces what an earlier one said."""
     facts.variables.pop(name, None)
     facts.formulas.pop(name, None)

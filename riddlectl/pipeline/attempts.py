@@ -1,0 +1,226 @@
+"""Running a stage on claimed riddles: one attempt each, committed in groups.
+
+An attempt ends in one move (see `Ledger.prepare`): forward on success; back into the
+same queue with a growing delay on an error worth trying again (`RetryPolicy`); to
+`failed/` when the riddle cannot be handled, its attempts are used up, or its agents
+died while handling it `max_abandoned` times in a row (a poison riddle).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from riddlectl import inflight
+from riddlectl.document.codec import size_of
+from riddlectl.document.model import Riddle
+from riddlectl.errors import HandlerFailed, HandlerRefused, InvalidData, RiddleError
+from riddlectl.pipeline.retry import RetryPolicy
+from riddlectl.pipeline.stages import Outcome, Stage, StageContext
+from riddlectl.spool.contract import Claim
+from riddlectl.spool.crashpoints import reach
+from riddlectl.spool.states import Queue
+
+if TYPE_CHECKING:  # the ledger builds this object around itself
+    from riddlectl.pipeline.ledger import Ledger, Move
+    from riddlectl.pipeline.parents import Parents
+
+GROUP_WINDOW = 0.005  # seconds a handled riddle may wait for others to share its commit
+
+
+@dataclass
+class Attempts:
+    ledger: Ledger
+    parents: Parents
+    retry: RetryPolicy
+    max_abandoned: int = 5
+
+    def run_batch(
+        self,
+        claims: Sequence[Claim],
+        stage: Stage,
+        ctx: StageContext,
+        stop: threading.Event | None = None,
+        on_slow: Callable[[], None] | None = None,
+    ) -> list[Riddle]:
+        """Run `stage` on claimed riddles one by one, committing their moves in groups;
+        the riddles as stored.
+
+        A group is committed when `GROUP_WINDOW` has passed since its first riddle was
+        handled, so a slow handler does not hold back the riddles before it; when a handler
+        call runs `inflight.SLOW` seconds, the group is committed, the claims not started
+        yet are given back for others to take, and `on_slow` is called. Every claim ends
+        here: committed, or given back unchanged when `stop` is set, when the agent stops
+        the handler (`HandlerStopped`), or on an error.
+        """
+        batch = _Batch(self, list(claims), stage, ctx)
+        try:
+            with inflight.when_slow(lambda: batch.give_back(on_slow)):
+                batch.run(stop)
+        finally:
+            batch.release()
+        return batch.stored
+
+    def move_for(self, claim: Claim, stage: Stage, ctx: StageContext) -> Move:
+        """The move a claimed riddle makes after one attempt of `stage`, its sub-riddles
+        stored. A parent is measured first: were the spool to refuse it after they were
+        stored, they would be left without it."""
+        move = self._attempt(claim, stage, ctx)
+        if move.children:
+            size = size_of(move.riddle)
+            if size > self.ledger.spool.limit_for(move.to):
+                move = self.ledger.fit(move, size)
+            if move.to is not Queue.FAILED:
+                self.parents.add(move.children)
+        return move
+
+    def _attempt(self, claim: Claim, stage: Stage, ctx: StageContext) -> Move:
+        riddle = claim.riddle  # freshly read for this claim: ours to change
+        if claim.abandoned >= self.max_abandoned:
+            error = (
+                f"abandoned {claim.abandoned} times in a row: its agent died while "
+                f"handling it (poison riddle)"
+            )
+            return self.ledger.prepare(
+                claim, riddle, Queue.FAILED, stage.name, "abandoned", error=error
+            )
+        self.ledger.spool.begin(claim)
+        reach("claimed")
+        started = time.monotonic()
+        try:
+            outcome = stage.run(riddle, ctx)
+        except (HandlerRefused, InvalidData) as exc:
+            return self.ledger.prepare(
+                claim,
+                riddle,
+                Queue.FAILED,
+                stage.name,
+                "failed",
+                error=str(exc),
+                duration=time.monotonic() - started,
+                declined=getattr(exc, "declined", []),
+            )
+        except Exception as exc:
+            return self._retry_later(claim, riddle, stage, exc, time.monotonic() - started)
+        reach("handled")
+        return self._forward(claim, stage, outcome, time.monotonic() - started)
+
+    def _forward(self, claim: Claim, stage: Stage, outcome: Outcome, duration: float) -> Move:
+        riddle = outcome.riddle
+        if "retry_at" in riddle.extensions():
+            riddle.extensions()["retry_at"] = None
+        refusal = self.parents.refusal(riddle, outcome.children)
+        if refusal is not None:
+            failed = self.ledger.spool.reread(claim)
+            error = f"{stage.name}: {refusal}"
+            return self.ledger.prepare(
+                claim, failed, Queue.FAILED, stage.name, "failed", error=error, duration=duration
+            )
+        if outcome.to is not Queue.FAILED:
+            riddle.error = None
+        move = self.ledger.prepare(
+            claim,
+            riddle,
+            outcome.to,
+            stage.name,
+            outcome.outcome,
+            error=outcome.error,
+            declined=outcome.declined,
+            duration=duration,
+        )
+        move.children = outcome.children
+        return move
+
+    def _retry_later(
+        self, claim: Claim, riddle: Riddle, stage: Stage, exc: Exception, duration: float
+    ) -> Move:
+        """Back into the same queue, due after the policy's delay; to `failed/` once the
+        stage's attempts are used up. Attempts are counted per stage in the document."""
+        error = _describe(exc)
+        attempts = dict(riddle.extensions().get("attempts") or {})
+        attempts[stage.name] = int(attempts.get(stage.name, 0)) + 1
+        riddle.extensions()["attempts"] = attempts
+        delay = self.retry.delay(attempts[stage.name])
+        outcome = "timeout" if "timed out" in error else "error"
+        to = claim.queue
+        if delay is None:
+            error = f"{stage.name} failed after {attempts[stage.name]} attempts: {error}"
+            to = Queue.FAILED
+        else:
+            riddle.extensions()["retry_at"] = time.time() + delay
+        return self.ledger.prepare(
+            claim, riddle, to, stage.name, outcome, error=error, duration=duration
+        )
+
+
+class _Batch:
+    """Claims handled one by one in one thread, their moves committed in groups."""
+
+    def __init__(
+        self, attempts: Attempts, claims: list[Claim], stage: Stage, ctx: StageContext
+    ) -> None:
+        self.attempts = attempts
+        self.spool = attempts.ledger.spool
+        self.claims = claims
+        self.stage = stage
+        self.ctx = ctx
+        self.group: list[Move] = []
+        self.opened = 0.0  # when the group's first riddle was handled
+        self.current = -1  # the claim being handled
+        self.stored: list[Riddle] = []
+
+    def run(self, stop: threading.Event | None) -> None:
+        for index, claim in enumerate(self.claims):
+            if stop is not None and stop.is_set():
+                break
+            if not claim.open:  # given back while a handler was slow
+                continue
+            if not self.group:
+                self.opened = time.monotonic()
+            self.current = index
+            try:
+                move = self.attempts.move_for(claim, self.stage, self.ctx)
+            except inflight.HandlerStopped:
+                break  # the agent is stopping: this riddle and the rest are given back
+            self.group.append(move)  # after: a slow handler's `give_back` made a new group
+            if index + 1 < len(self.claims):
+                self.spool.handled(claim)  # dying on the next one is not this one's fault
+                if time.monotonic() - self.opened > GROUP_WINDOW:
+                    self.flush()
+        self.flush()
+
+    def flush(self) -> None:
+        group, self.group = self.group, []
+        try:
+            self.stored += self.attempts.ledger.commit(group)
+        except BaseException:
+            self.group = [m for m in group if m.claim.open] + self.group
+            raise
+
+    def give_back(self, then: Callable[[], None] | None) -> None:
+        """A handler call turned slow: commit what is handled, give back what is not
+        started, so that other workers move them on meanwhile."""
+        with contextlib.suppress(OSError):  # on a full disk: committed later, or given back
+            self.flush()
+        for claim in self.claims[self.current + 1 :]:
+            if claim.open:
+                with contextlib.suppress(OSError):
+                    self.spool.release(claim)
+        if then is not None:
+            then()
+
+    def release(self) -> None:
+        for claim in self.claims:
+            if claim.open:
+                with contextlib.suppress(OSError):
+                    self.spool.release(claim)
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, HandlerFailed | RiddleError):
+        return str(exc)
+    return f"{type(exc).__name__}: {exc}"
