@@ -87,10 +87,10 @@ def _convert(name: str, value: Any, source: str) -> Any:
                 raise ValueError(value)
             return result
         if kind == "float":
-            result = float(value)
-            if not result > 0:
+            seconds = float(value)
+            if not seconds > 0:
                 raise ValueError(value)
-            return result
+            return seconds
     except (TypeError, ValueError):
         least = f" (at least {MINIMUMS[name]})" if name in MINIMUMS else ""
         raise ConfigError(f"invalid value {value!r}{least}", where=source, field=name) from None

@@ -137,7 +137,8 @@ def parse_answer_spec(obj: Any) -> FillSpec | NoulSpec | ChoiceSpec | ScoreSpec 
     if not isinstance(obj, dict):
         raise AnswerSpecError(f"answer: must be an object, not {type(obj).__name__}")
     try:
-        return _ADAPTER.validate_python(obj)
+        spec: AnswerSpec = _ADAPTER.validate_python(obj)
+        return spec
     except ValidationError as exc:
         raise AnswerSpecError(_one_line(exc, obj)) from None
 

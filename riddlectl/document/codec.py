@@ -203,7 +203,8 @@ def from_legacy(obj: dict[str, Any], where: str = "document") -> dict[str, Any]:
     if isinstance(status, dict):
         status = dict(status)
         for step, required in steps.items():
-            current = status.get(step) if isinstance(status.get(step), dict) else {}
+            found = status.get(step)
+            current: dict[str, Any] = found if isinstance(found, dict) else {}
             status[step] = {**current, "required": required}
         if obj.get("trial") not in (None, ""):
             status["trial"] = obj["trial"]

@@ -19,7 +19,7 @@ from riddlectl.bench.peers.workload import NEXT, step
 
 
 def _queue(base: str, stage: str) -> Any:
-    from dirq.QueueSimple import QueueSimple  # type: ignore[import-untyped]
+    from dirq.QueueSimple import QueueSimple
 
     return QueueSimple(os.path.join(base, stage))
 

@@ -18,7 +18,7 @@ from riddlectl.bench.peers.workload import NEXT, STAGES, step
 
 def _tasks(base: str, done: Callable[[str], None] | None) -> tuple[dict[str, Any], dict[str, Any]]:
     """One huey per stage, and each stage's task (which calls the next stage's)."""
-    from huey import FileHuey  # type: ignore[import-untyped]
+    from huey import FileHuey
 
     hueys = {s: FileHuey(s, path=os.path.join(base, s), results=False) for s in STAGES}
     tasks: dict[str, Any] = {}

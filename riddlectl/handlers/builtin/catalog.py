@@ -253,12 +253,11 @@ def gatekeeper(job: Job) -> dict[str, Any]:
 
 def _check_form(job: Job, spec: answers.AnswerSpec) -> str | None:
     """The typed answer's check, given the data it needs: texts or image sizes."""
-    extract = isinstance(spec, answers.ExtractSpec)
-    texts = _data_texts(job) if extract and spec.kind == "text" else []
-    if extract and spec.kind == "coordinates":
-        sizes = _image_sizes(job)
-    else:
-        sizes = [None] * len(job.riddle.data)
+    kind = spec.kind if isinstance(spec, answers.ExtractSpec) else None
+    texts = _data_texts(job) if kind == "text" else []
+    sizes: list[tuple[int, int] | None] = (
+        _image_sizes(job) if kind == "coordinates" else [None] * len(job.riddle.data)
+    )
     assert job.riddle.solution is not None
     return answers.check_answer(spec, job.riddle.solution.solution, texts, sizes)
 

@@ -196,9 +196,10 @@ def _words_after(
         if 0 < part < 1:
             value, words = value + part if value >= 0 else value - part, words[1:]
     elif len(words) > 1 and words[0].lower() in ("and", "und") and value.denominator == 1:
-        part, used = _fraction_words(words[1:], language)
-        if part is not None:
-            value, words = value + part if value >= 0 else value - part, words[1 + used :]
+        fraction, used = _fraction_words(words[1:], language)
+        if fraction is not None:
+            value = value + fraction if value >= 0 else value - fraction
+            words = words[1 + used :]
     if words and _OPERATOR_START_RE.match(words[0]):
         return refused(rhs, "not a number, nor a formula that can be read")
     first, second = (_bare(w) for w in [*words, "", ""][:2])

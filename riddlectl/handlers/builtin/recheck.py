@@ -287,7 +287,8 @@ def _run(rpn: list[tuple[str, object]], values: dict[str, Fraction]) -> Fraction
     stack: list[Fraction | bool] = []
     for kind, item in rpn:
         if kind == "num":
-            stack.append(_sized(Fraction(item)))  # type: ignore[arg-type]
+            assert isinstance(item, Fraction | int | str)  # what the scanner puts there
+            stack.append(_sized(Fraction(item)))
         elif kind == "name":
             if item not in values:
                 raise UnknownVariable(str(item))

@@ -242,7 +242,8 @@ def _syncfs() -> Callable[[int], int] | None:
     import ctypes
 
     try:
-        return ctypes.CDLL(None, use_errno=True).syncfs  # type: ignore[no-any-return]
+        syncfs: Callable[[int], int] = ctypes.CDLL(None, use_errno=True).syncfs
+        return syncfs
     except (OSError, AttributeError):
         return None
 

@@ -346,9 +346,11 @@ def _took_place(line: bytes, committed: Callable[[Event], bool]) -> bool:
 
 
 def _read_all(fd: int) -> bytes:
-    chunks = []
-    while chunk := os.pread(fd, READ_CHUNK, sum(map(len, chunks))):
+    chunks: list[bytes] = []
+    read = 0
+    while chunk := os.pread(fd, READ_CHUNK, read):
         chunks.append(chunk)
+        read += len(chunk)
     return b"".join(chunks)
 
 

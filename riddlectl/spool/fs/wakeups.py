@@ -14,7 +14,6 @@ or when that interface is missing, the `Observer` is used.
 
 from __future__ import annotations
 
-import itertools
 import os
 import threading
 from collections.abc import Iterable
@@ -32,7 +31,6 @@ from watchdog.observers import Observer
 from riddlectl.spool.contract import Watch
 
 ARRIVALS = [FileCreatedEvent, FileMovedEvent, FileClosedEvent]
-_ids = itertools.count()
 
 
 def watch(directories: Iterable[Path | str], wake: threading.Event) -> Watch | None:
@@ -55,12 +53,13 @@ class _InotifyWatch:
     """Callbacks on watchdog's shared inotify reader thread (Linux)."""
 
     def __init__(self, directories: list[str], wake: threading.Event) -> None:
-        from watchdog.observers.inotify_c import InotifyConstants, InotifyFD
+        from watchdog.observers.inotify_c import CallbackId, InotifyConstants, InotifyFD, Mask
 
         self.wake = wake
         self.reader = InotifyFD.get_instance()
-        self.id = f"riddlectl-{os.getpid()}-{next(_ids)}"
-        mask = (
+        # Unique among the reader's callbacks as watchdog's own are: the object's id.
+        self.id = CallbackId(id(self))
+        mask = Mask(
             InotifyConstants.IN_CREATE
             | InotifyConstants.IN_MOVED_TO
             | InotifyConstants.IN_CLOSE_WRITE
