@@ -14,6 +14,18 @@ def hostname() -> str:
     return socket.gethostname()
 
 
+def alive(pid: int) -> bool:
+    """Whether process `pid` of this host still runs (one of another user's counts as
+    running): how a dead writer's leftovers are told from a live one's."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 @dataclass(frozen=True)
 class Actor:
     """An agent (or a command) acting on riddles."""

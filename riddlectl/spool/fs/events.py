@@ -28,7 +28,7 @@ from typing import Any
 
 import orjson
 
-from riddlectl.identity import hostname
+from riddlectl.identity import alive, hostname
 from riddlectl.spool.events import EventLog
 from riddlectl.spool.events import Record as Event
 
@@ -108,7 +108,7 @@ class FsEventLog(EventLog):
         appended = 0
         for name in names:
             owner = _journal_owner(name)
-            if owner is None or owner[0] != me or _alive(owner[1]):
+            if owner is None or owner[0] != me or alive(owner[1]):
                 continue
             with contextlib.suppress(OSError):
                 appended += self._settle(str(self.journals / name), committed)
@@ -325,16 +325,6 @@ def _journal_owner(name: str) -> tuple[str, int] | None:
     if len(parts) != 3 or not parts[1].isdigit():
         return None
     return parts[0], int(parts[1])
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _took_place(line: bytes, committed: Callable[[Event], bool]) -> bool:

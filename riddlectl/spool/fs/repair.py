@@ -16,7 +16,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from riddlectl.identity import hostname
+from riddlectl.identity import alive, hostname
 from riddlectl.spool.contract import Finding
 from riddlectl.spool.fs import atomic
 from riddlectl.spool.fs.inbox import iter_entries, kind_of
@@ -125,19 +125,9 @@ def stale_tmp(spool: FsSpool) -> list[Path]:
     stale = []
     for entry in os.scandir(spool.root / "tmp"):
         owner = atomic.tmp_owner(entry.name)
-        if owner is not None and owner[0] == hostname() and not _alive(owner[1]):
+        if owner is not None and owner[0] == hostname() and not alive(owner[1]):
             stale.append(Path(entry.path))
     return stale
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _tmp_leftovers(spool: FsSpool, fix: bool) -> list[Finding]:
