@@ -4,15 +4,14 @@ queue it ends in, its answer, its error, the gatekeeper's review."""
 
 from __future__ import annotations
 
-import struct
 import sys
-import zlib
 from pathlib import Path
 
 import orjson
 import pytest
 
 from tests.conftest import Cli
+from tests.images import png
 
 SOLVER = """\
 import json, os, sys
@@ -244,23 +243,6 @@ def test_number_words_beyond_integers_in_questions(cli: Cli) -> None:
         queue, doc = final(cli, key)
         assert (queue, doc["solution"]["solution"]) == ("done", answer)
         assert doc["solution"]["accepted"] is True
-
-
-def png(width: int, height: int) -> bytes:
-    """A real, minimal RGB PNG of the given size."""
-
-    def chunk(kind: bytes, data: bytes) -> bytes:
-        body = kind + data
-        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
-
-    rows = b"".join(b"\x00" + b"\xff\x00\x00" * width for _ in range(height))
-    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
-    return (
-        b"\x89PNG\r\n\x1a\n"
-        + chunk(b"IHDR", header)
-        + chunk(b"IDAT", zlib.compress(rows))
-        + chunk(b"IEND", b"")
-    )
 
 
 def test_a_point_outside_the_image_is_rejected(cli: Cli, told: tuple[str, Path]) -> None:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import struct
-import zlib
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +21,7 @@ from riddlectl.document.answers import (
 from riddlectl.document.model import Riddle
 from riddlectl.handlers.base import Job
 from riddlectl.handlers.builtin.catalog import gatekeeper
+from tests.images import png
 
 
 def check(
@@ -179,23 +178,6 @@ def test_answer_schema_names_every_type() -> None:
 
 
 # -- the gatekeeper checks points against the image itself -------------------------------------
-
-
-def png(width: int, height: int) -> bytes:
-    """A real, minimal RGB PNG of the given size."""
-
-    def chunk(kind: bytes, data: bytes) -> bytes:
-        body = kind + data
-        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
-
-    rows = b"".join(b"\x00" + b"\x80\x80\x80" * width for _ in range(height))
-    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
-    return (
-        b"\x89PNG\r\n\x1a\n"
-        + chunk(b"IHDR", header)
-        + chunk(b"IDAT", zlib.compress(rows))
-        + chunk(b"IEND", b"")
-    )
 
 
 def point_job(data_dir: Path, solution: str, data: list[dict[str, str]], image: int = 1) -> Job:
