@@ -135,6 +135,23 @@ def example_doc(**overrides: object) -> dict[str, object]:
     return doc
 
 
+def submit_flags(cli: Cli, riddle_id: str, *extra: str) -> None:
+    """Submit `x * y =` over example/x.txt and y.txt as `riddle_id`, built from options."""
+    done = cli(
+        "submit",
+        "--id",
+        riddle_id,
+        "--question",
+        "x * y =",
+        "--data",
+        "example/x.txt",
+        "--data",
+        "example/y.txt",
+        *extra,
+    )
+    assert done.code == 0, done.err
+
+
 def write_json(path: Path, value: object) -> Path:
     path.write_bytes(orjson.dumps(value))
     return path

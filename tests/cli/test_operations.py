@@ -11,23 +11,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from tests.conftest import Cli, example_doc, write_json
-
-
-def submit_flags(cli: Cli, riddle_id: str, *extra: str) -> None:
-    done = cli(
-        "submit",
-        "--id",
-        riddle_id,
-        "--question",
-        "x * y =",
-        "--data",
-        "example/x.txt",
-        "--data",
-        "example/y.txt",
-        *extra,
-    )
-    assert done.code == 0, done.err
+from tests.conftest import Cli, example_doc, submit_flags, write_json
 
 
 def test_init_is_idempotent_and_status_needs_a_spool(cli: Cli, tmp_path: Path) -> None:

@@ -21,7 +21,7 @@ from riddlectl.ops import submit
 from riddlectl.ops.admin import hold, release, retry
 from riddlectl.settings import Settings
 from riddlectl.spool.states import Queue
-from tests.conftest import Cli, Completed, example_doc
+from tests.conftest import Cli, Completed, example_doc, submit_flags
 
 MIB = 1024 * 1024
 OLD = time.time() - 3_600  # drop-ins backdated past the drop-in grace period
@@ -46,23 +46,6 @@ def status(cli: Cli, riddle_id: str) -> dict:
 
 def sizes_in(text: str) -> list[int]:
     return [int(n) for n in re.findall(r"(\d+) bytes", text)]
-
-
-def submit_ids(cli: Cli, *ids: str, extra: tuple[str, ...] = ()) -> None:
-    for riddle_id in ids:
-        res = cli(
-            "submit",
-            "--id",
-            riddle_id,
-            "--question",
-            "x * y =",
-            "--data",
-            "example/x.txt",
-            "--data",
-            "example/y.txt",
-            *extra,
-        )
-        assert res.code == 0, res.err
 
 
 def drop_in(cli: Cli, name: str, body: bytes) -> Path:
@@ -90,7 +73,8 @@ def set_limit(cli: Cli, limit: int) -> None:
 
 
 def test_solver_answer_over_the_limit_fails_the_riddle(cli: Cli, helpers: Path) -> None:
-    submit_ids(cli, "big", "small")
+    submit_flags(cli, "big")
+    submit_flags(cli, "small")
     done = cli("run", "--once", "--handler", solver(helpers, "explanation", 5 * MIB))
     assert done.code == 1, done.err  # a riddle of this run failed
     found = status(cli, "big")
@@ -128,7 +112,7 @@ def test_rejected_solutions_piling_up_past_the_limit_fail_the_riddle(
 ) -> None:
     cli("init")
     set_limit(cli, 64 * 1024)  # 48 KiB on its way: two rejected 20 KB answers, then a third
-    submit_ids(cli, "wordy")
+    submit_flags(cli, "wordy")
     done = cli(
         "run", "--once", "--max-trials", "5", "--handler", solver(helpers, "explanation", 20_000)
     )
@@ -158,7 +142,7 @@ def test_a_sub_riddle_over_the_limit_for_new_riddles_fails_its_parent(
 def test_riddles_over_a_lowered_limit_stay_visible_and_fail_at_their_next_step(
     cli: Cli, helpers: Path
 ) -> None:
-    submit_ids(cli, "wide")
+    submit_flags(cli, "wide")
     run = cli(
         "run",
         "--once",
@@ -187,7 +171,7 @@ def test_drop_in_over_the_limit_for_new_riddles_is_set_aside_with_its_real_size(
     drop_in(cli, "near.json", padded("near", 4_194_254))  # under 4 MiB, over the new-riddle 1 MiB
     drop_in(cli, "over.json", padded("over", 5 * MIB + 7))
     drop_in(cli, "far.json", padded("far", 17 * MIB + 3))  # beyond what is ever read
-    submit_ids(cli, "fine")
+    submit_flags(cli, "fine")
     done = cli("run", "--once")
     assert done.code == 0, done.err
     assert status(cli, "fine")["queue"] == "done"

@@ -15,7 +15,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from tests.conftest import Cli, example_doc, write_json
+from tests.conftest import Cli, example_doc, submit_flags, write_json
 
 ULID_LENGTH = 26
 
@@ -31,11 +31,6 @@ def assert_healthy(cli: Cli) -> None:
     doctor = cli("doctor")
     assert (doctor.code, doctor.out, doctor.err) == (0, "", "spool is healthy\n")
     assert sorted(p.name for p in (cli.spool / "tmp").iterdir()) == []
-
-
-def submit_flags(cli: Cli, riddle_id: str) -> None:
-    ok(cli, "submit", "--id", riddle_id, "--question", "x * y =", "--data", "example/x.txt",
-       "--data", "example/y.txt")  # fmt: skip
 
 
 def test_doctor_is_quiet_after_a_session_of_every_command(cli: Cli, tmp_path: Path) -> None:
