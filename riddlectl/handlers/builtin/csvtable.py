@@ -1,0 +1,127 @@
+"""CSV name/value tables: ``x;10`` rows, with or without a header row.
+
+The delimiter is sniffed from the first line that is not blank: a tab when it has one,
+else ``;`` when it has one, else ``,``. Fields may be quoted (``"1.234,5"``, with ``""``
+for a quote inside). A ``;``-separated table reads numbers as German exports write them
+(decimal comma: ``12,5`` is 12.5, ``1.234,5`` is 1234.5); a ``,``-separated one as
+English (``1,234.5``; a lone ``,`` before three digits is a thousands separator); a
+tab-separated one by the language of its words.
+
+The first row is a header when its first cell is a name word (``name``, ``variable``,
+``key``, ``Name``, ``Bezeichnung`` …: :data:`tablecells.NAME_WORDS`) and its value
+cell does not read as a number; the value column is then the first whose header is a
+value word (``value``, ``Wert`` …), else the second. Without a header a row has two
+fields (an empty third, from a trailing delimiter, is allowed). Blank lines are skipped.
+
+A row that cannot be a name and a value fails the whole file, naming its line: a
+missing value column, extra fields, a name that a question could not use (``total
+amount``), a name given twice, a quote left open.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+
+from riddlectl.handlers.builtin.tablecells import (
+    MAX_CELL_CHARS,
+    MAX_ROWS,
+    NAME_WORDS,
+    VALUE_WORDS,
+    TableError,
+    TableFacts,
+    is_name,
+)
+from riddlectl.handlers.builtin.textfacts import guess_language, read_value
+
+__all__ = ["read_csv", "sniff_delimiter"]
+
+
+def read_csv(text: str) -> TableFacts:
+    """The facts of a CSV table; `TableError` naming the line of the first bad row."""
+    text = text.removeprefix("\ufeff")
+    delimiter = sniff_delimiter(text)
+    language = _language(text, delimiter)
+    # strict: a quote left open or text after a closing quote is an error, not a guess.
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, strict=True)
+    facts = TableFacts()
+    columns: tuple[int, int] | None = None
+    rows = 0
+    while True:
+        line = reader.line_num + 1
+        try:
+            row = next(reader)
+        except StopIteration:
+            break
+        except csv.Error as exc:
+            raise TableError(str(exc), line) from None
+        if not any(cell.strip() for cell in row):
+            continue
+        rows += 1
+        if rows > MAX_ROWS:
+            raise TableError(f"more than {MAX_ROWS} rows", line)
+        if columns is None:
+            columns = _header(row, language)
+            if columns is not None:
+                continue
+        _row(row, columns, line, facts, language)
+    return facts
+
+
+def sniff_delimiter(text: str) -> str:
+    """Tab, ``;`` or ``,``: the first of them in the first line that is not blank."""
+    first = next((line for line in text.splitlines() if line.strip()), "")
+    for delimiter in ("\t", ";"):
+        if delimiter in first:
+            return delimiter
+    return ","
+
+
+def _language(text: str, delimiter: str) -> str:
+    """The language numbers are read in: a decimal comma for ``;`` tables."""
+    guessed = guess_language(text)
+    if delimiter == ";":
+        return guessed if guessed != "en" else "de"
+    return "en" if delimiter == "," else guessed
+
+
+def _header(row: list[str], language: str) -> tuple[int, int] | None:
+    """(name column, value column) when `row` is a header row, else None."""
+    cells = [cell.strip().lower() for cell in row]
+    if cells[0] not in NAME_WORDS:
+        return None
+    value = next((i for i, cell in enumerate(cells) if cell in VALUE_WORDS), 1)
+    if value >= len(cells) or read_value(row[value][:MAX_CELL_CHARS], language).kind in (
+        "number",
+        "digits",
+    ):
+        return None  # "name;10": a variable called name
+    return 0, value
+
+
+def _row(
+    row: list[str], columns: tuple[int, int] | None, line: int, facts: TableFacts, language: str
+) -> None:
+    if columns is None:
+        while len(row) > 2 and not row[-1].strip():
+            row = row[:-1]
+        if len(row) != 2:
+            raise TableError(
+                f"{len(row)} field(s); a table without a header row has two: name, value", line
+            )
+        name_col, value_col = 0, 1
+    else:
+        name_col, value_col = columns
+        if len(row) <= value_col:
+            raise TableError(f"no value (column {value_col + 1})", line)
+    name = row[name_col].strip()
+    if not is_name(name):
+        raise TableError(
+            f"{name[:40]!r} is not a variable name (letters, digits and _, "
+            "not starting with a digit)",
+            line,
+        )
+    try:
+        facts.add_text(name, row[value_col], f"line {line}", language)
+    except TableError as exc:  # a name given twice: say on which line
+        raise TableError(str(exc), line) from None
