@@ -42,9 +42,32 @@ def bench(
     startup_runs: Annotated[
         int, typer.Option(help="With --startup: runs of each command.", min=1)
     ] = 20,
+    extractors: Annotated[
+        bool,
+        typer.Option(
+            "--extractors",
+            help="Only score the built-in extractors on generated data files: accuracy and "
+            "time per item, per data type.",
+        ),
+    ] = False,
+    cases: Annotated[
+        int, typer.Option(help="With --extractors: generated files per data type.", min=1)
+    ] = 200,
+    seed: Annotated[int, typer.Option(help="With --extractors: the generators' seed.")] = 1,
+    types: Annotated[
+        str | None,
+        typer.Option(
+            help="With --extractors: only these data types, comma-separated "
+            "(csv, json, image, audio).",
+            metavar="TYPES",
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object.")] = False,
 ) -> None:
     """Run the built-in pipeline on generated riddles in a temporary spool; report speed."""
+    if extractors:
+        _bench_extractors(cases, seed, types, as_json)
+        return
     if startup:
         from riddlectl.bench import startup as startup_bench
 
@@ -75,3 +98,21 @@ def bench(
         emit_json(outcome)
     else:
         typer.echo(render(outcome))
+
+
+def _bench_extractors(cases: int, seed: int, types: str | None, as_json: bool) -> None:
+    from riddlectl.bench.extractors import runner
+
+    chosen = [t.strip() for t in types.split(",") if t.strip()] if types is not None else None
+    unknown = sorted(set(chosen or ()) - set(runner.GENERATORS))
+    if chosen is not None and (unknown or not chosen):
+        known = ", ".join(runner.GENERATORS)
+        fail(
+            f"--types: unknown data type {', '.join(unknown) or '(none)'} (known: {known})",
+            ExitCode.USAGE,
+        )
+    outcome = runner.run_extractor_bench(cases, seed, chosen)
+    if as_json:
+        emit_json(outcome)
+    else:
+        typer.echo(runner.render(outcome))

@@ -5,7 +5,9 @@ else ``;`` when it has one, else ``,``. Fields may be quoted (``"1.234,5"``, wit
 for a quote inside). A ``;``-separated table reads numbers as German exports write them
 (decimal comma: ``12,5`` is 12.5, ``1.234,5`` is 1234.5); a ``,``-separated one as
 English (``1,234.5``; a lone ``,`` before three digits is a thousands separator); a
-tab-separated one by the language of its words.
+tab-separated one by the language of its words. Unless the table's own values show the
+other way (:func:`tablecells.decimal_mark`: ``12.5`` in a ``;`` table, ``"12,5"`` in a
+``,`` one), which then decides how it writes the ambiguous ones (``8,884``).
 
 The first row is a header when its first cell is a name word (``name``, ``variable``,
 ``key``, ``Name``, ``Bezeichnung`` …: :data:`tablecells.NAME_WORDS`) and its value
@@ -30,7 +32,9 @@ from riddlectl.handlers.builtin.tablecells import (
     VALUE_WORDS,
     TableError,
     TableFacts,
+    decimal_mark,
     is_name,
+    language_for,
 )
 from riddlectl.handlers.builtin.textfacts import guess_language, read_value
 
@@ -41,31 +45,37 @@ def read_csv(text: str) -> TableFacts:
     """The facts of a CSV table; `TableError` naming the line of the first bad row."""
     text = text.removeprefix("\ufeff")
     delimiter = sniff_delimiter(text)
-    language = _language(text, delimiter)
+    rows = _rows(text, delimiter)
+    columns = _header(rows[0][1]) if rows else None
+    body = rows[1:] if columns is not None else rows
+    value_col = columns[1] if columns else 1
+    mark = decimal_mark(row[value_col].strip() for _, row in body if len(row) > value_col)
+    default = {";": ",", ",": "."}.get(delimiter, "")
+    guessed = guess_language(text)
+    language = language_for(mark, default or ("," if guessed != "en" else "."), guessed)
+    facts = TableFacts()
+    for line, row in body:
+        _row(row, columns, line, facts, language)
+    return facts
+
+
+def _rows(text: str, delimiter: str) -> list[tuple[int, list[str]]]:
+    """(line, fields) of each row that is not blank, at most `MAX_ROWS`."""
     # strict: a quote left open or text after a closing quote is an error, not a guess.
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, strict=True)
-    facts = TableFacts()
-    columns: tuple[int, int] | None = None
-    rows = 0
+    rows: list[tuple[int, list[str]]] = []
     while True:
         line = reader.line_num + 1
         try:
             row = next(reader)
         except StopIteration:
-            break
+            return rows
         except csv.Error as exc:
             raise TableError(str(exc), line) from None
-        if not any(cell.strip() for cell in row):
-            continue
-        rows += 1
-        if rows > MAX_ROWS:
-            raise TableError(f"more than {MAX_ROWS} rows", line)
-        if columns is None:
-            columns = _header(row, language)
-            if columns is not None:
-                continue
-        _row(row, columns, line, facts, language)
-    return facts
+        if any(cell.strip() for cell in row):
+            if len(rows) == MAX_ROWS:
+                raise TableError(f"more than {MAX_ROWS} rows", line)
+            rows.append((line, row))
 
 
 def sniff_delimiter(text: str) -> str:
@@ -77,21 +87,13 @@ def sniff_delimiter(text: str) -> str:
     return ","
 
 
-def _language(text: str, delimiter: str) -> str:
-    """The language numbers are read in: a decimal comma for ``;`` tables."""
-    guessed = guess_language(text)
-    if delimiter == ";":
-        return guessed if guessed != "en" else "de"
-    return "en" if delimiter == "," else guessed
-
-
-def _header(row: list[str], language: str) -> tuple[int, int] | None:
+def _header(row: list[str]) -> tuple[int, int] | None:
     """(name column, value column) when `row` is a header row, else None."""
     cells = [cell.strip().lower() for cell in row]
     if cells[0] not in NAME_WORDS:
         return None
     value = next((i for i, cell in enumerate(cells) if cell in VALUE_WORDS), 1)
-    if value >= len(cells) or read_value(row[value][:MAX_CELL_CHARS], language).kind in (
+    if value >= len(cells) or read_value(row[value][:MAX_CELL_CHARS], "de").kind in (
         "number",
         "digits",
     ):

@@ -2,7 +2,9 @@
 ``{"name": …, "value": …}`` records.
 
 Numbers are read from their text, exactly (``0.1`` is 1/10, never a float); strings as
-the ``text`` extractor reads a value (``"12,5"``, ``"twenty"``, ``"x + y"``). What is no
+the ``text`` extractor reads a value (``"12,5"``, ``"twenty"``, ``"x + y"``), with the
+decimal mark the file's strings show (:func:`tablecells.decimal_mark`: ``"8,884"`` is
+8.884 in a file that also has ``"1.234,5"``, else 8884), or else its language's. What is no
 number — ``true``, ``null``, a list inside an object, a string such as ``"Alice"``, a
 number beyond the bounds of :func:`riddlectl.document.numbers.parse_number` (``1e999999``)
 — goes to ``unreadable`` under its name, with why; the numbers of a list go to
@@ -29,7 +31,9 @@ from riddlectl.handlers.builtin.tablecells import (
     VALUE_WORDS,
     TableError,
     TableFacts,
+    decimal_mark,
     is_name,
+    language_for,
 )
 from riddlectl.handlers.builtin.textfacts import guess_language
 
@@ -68,7 +72,8 @@ def read_json(text: str) -> TableFacts:
     except RecursionError:  # beyond _check_depth's count: never, but never a crash either
         raise TableError(f"nested deeper than {MAX_DEPTH} levels") from None
     facts = TableFacts()
-    language = guess_language(text)
+    guessed = guess_language(text)
+    language = language_for(decimal_mark(_strings(data)), "," if guessed != "en" else ".", guessed)
     if isinstance(data, dict):
         _walk(data, "", facts, language, [0])
     elif isinstance(data, list):
@@ -76,6 +81,21 @@ def read_json(text: str) -> TableFacts:
     else:
         raise TableError("expected an object, or a list of name/value records, at the top")
     return facts
+
+
+def _strings(data: Any) -> list[str]:
+    """Every string value (not key) in `data`, at most `MAX_ROWS` of them."""
+    found: list[str] = []
+    stack = [data]
+    while stack and len(found) < MAX_ROWS:
+        item = stack.pop()
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+        elif isinstance(item, str) and not isinstance(item, _Number | _Constant):
+            found.append(item.strip())
+    return found
 
 
 def _check_depth(text: str) -> None:

@@ -11,6 +11,7 @@ when its question needs that variable.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
@@ -122,3 +123,32 @@ class TableFacts:
 
 def is_name(text: str) -> bool:
     return NAME_RE.fullmatch(text) is not None
+
+
+def decimal_mark(texts: Iterable[str]) -> str | None:
+    """``,`` when some of `texts` writes a decimal comma that cannot be anything else
+    (``12,5``, ``1.234,5``, ``0,125``) and none a decimal point that way (``12.5``,
+    ``1,234.5``), ``.`` for the converse; None when they show neither, or both.
+
+    A file's own numbers decide how it writes the ambiguous ones (``8,884``): one file
+    is written one way."""
+    values = list(texts)
+    shown = {mark for mark in (",", ".") if any(_shows(text, mark) for text in values)}
+    return shown.pop() if len(shown) == 1 else None
+
+
+def language_for(mark: str | None, default_mark: str, guessed: str) -> str:
+    """The language to read a table's values in: one with a decimal comma when the
+    table's mark (else `default_mark`) is ``,``; `guessed` where it fits."""
+    if (mark or default_mark) == ",":
+        return guessed if guessed != "en" else "de"
+    return "en"
+
+
+def _shows(text: str, mark: str) -> bool:
+    other = "." if mark == "," else ","
+    match = re.fullmatch(rf"[+-]?(\d+(?:{re.escape(other)}\d{{3}})*){re.escape(mark)}(\d+)", text)
+    if match is None:
+        return False
+    whole, decimals = match.groups()
+    return other in whole or len(decimals) != 3 or len(whole) > 3 or whole.startswith("0")
