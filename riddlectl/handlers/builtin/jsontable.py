@@ -117,13 +117,13 @@ def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 def _walk(value: Any, path: str, facts: TableFacts, language: str, count: list[int]) -> None:
     """Record `value` under the name `path` (objects: each key below it)."""
-    count[0] += 1
-    if count[0] > MAX_ROWS:
-        raise TableError(f"more than {MAX_ROWS} values")
     if isinstance(value, dict):
         for key, inner in value.items():
             _walk(inner, f"{path}.{key}" if path else key, facts, language, count)
         return
+    count[0] += 1
+    if count[0] > MAX_ROWS:
+        raise TableError(f"more than {MAX_ROWS} values")
     if not is_name(path):
         facts.skipped[path] = (
             "not a variable name (letters, digits and _, not starting with a digit)"
