@@ -28,7 +28,10 @@ ENTRY_POINT_GROUP = "riddlectl.handlers"
 #: The built-in extractors: name -> (the handler as module:function, the data types it
 #: reads, a module:function returning its version, which keys the extraction cache).
 #: Imported only when an agent loads the extractor, so `riddlectl status` never imports
-#: an extractor's dependencies. An extractor of another data type is one more line here;
+#: an extractor's dependencies. Both functions' module must import, and the version
+#: function run, without the extractor's extra (the agent loads every default extractor
+#: as it starts); the handler says which extra is missing when an item needs it.
+#: An extractor of another data type is one more line here;
 #: its name goes into `settings.DEFAULT_HANDLERS["extract"]` (a test checks they agree):
 #:     "ocr": ("riddlectl.handlers.builtin.ocr:ocr_extractor", ("image",), "...ocr:version"),
 BUILTIN_EXTRACTORS: dict[str, tuple[str, tuple[str, ...], str]] = {
@@ -59,7 +62,11 @@ def _builtin(stage: str, name: str) -> NamedHandler | None:
     """The built-in `name` of `stage`, its module imported now; None when there is none."""
     if stage == "extract" and name in BUILTIN_EXTRACTORS:
         target, types, version = BUILTIN_EXTRACTORS[name]
-        return NamedHandler(name, _function(target), frozenset(types), str(_function(version)()))
+        try:
+            fn, identity = _function(target), str(_function(version)())
+        except ImportError as exc:  # its module must import without its extra; say so
+            raise ConfigError(f"built-in extractor cannot be loaded: {exc}", where=name) from None
+        return NamedHandler(name, fn, frozenset(types), identity)
     handler = _BUILTIN_HANDLERS.get(stage, {}).get(name)
     return NamedHandler(name, _function(handler)) if handler else None
 

@@ -95,3 +95,19 @@ def test_submit_infers_types_and_checks_utf8_only_for_text_types(cli: Cli) -> No
     assert refused.code == 2
     assert "bad.csv is not UTF-8 text" in refused.err
     assert orjson.loads(cli("show", "pic").out)["data"][0]["type"] == "image"
+
+
+def test_an_item_whose_type_no_extractor_reads_fails_its_riddle_at_once(
+    cli: Cli, tmp_path: Path
+) -> None:
+    put(cli.data, "doc.pdf", b"%PDF-1.4 \xff")
+    doc = {
+        "id": "pdf",
+        "riddle": {"question": "x ="},
+        "data": [{"type": "pdf", "file_plain": "doc.pdf"}],
+    }
+    assert cli("submit", str(write_json(tmp_path / "r.json", doc))).code == 0
+    assert cli("run", "--once").code == 1
+    result = cli("result", "pdf")
+    assert result.code == 1
+    assert "no extractor for type 'pdf'" in result.err

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from riddlectl.document.datatypes import type_for
+from riddlectl.errors import ConfigError
 from riddlectl.handlers import registry
 from riddlectl.handlers.builtin.csvtable import read_csv, sniff_delimiter
 from riddlectl.handlers.builtin.jsontable import MAX_DEPTH, read_json
@@ -213,3 +214,12 @@ def test_built_in_extractors_load_with_their_types_and_versions() -> None:
         covered |= handler.types
         assert handler.identity().count(".") == 1
     assert {"text", "csv", "json"} <= covered
+
+
+def test_a_built_in_extractor_that_cannot_import_is_one_clear_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    entry = ("riddlectl.handlers.builtin.no_such:extract", ("image",), "x.no_such:version")
+    monkeypatch.setitem(registry.BUILTIN_EXTRACTORS, "ocr", entry)
+    with pytest.raises(ConfigError, match="built-in extractor cannot be loaded: No module"):
+        registry.load("ocr", "extract")
