@@ -177,6 +177,12 @@ def test_brackets_inside_strings_do_not_count_as_nesting() -> None:
     assert json_values(f'{{"note": "{deep}", "x": 1}}') == {"x": "1"}
 
 
+def test_escaped_quotes_that_never_close_are_refused_without_quadratic_work() -> None:
+    # A scan that restarts at every quote would take hours on this megabyte.
+    with pytest.raises(TableError, match="Unterminated string"):
+        read_json('"\\' * 500_000)
+
+
 # -- types and the registry ---------------------------------------------------------------
 
 

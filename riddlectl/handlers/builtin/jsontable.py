@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import re
 from typing import Any
 
 from riddlectl.document.numbers import parse_number
@@ -42,10 +41,6 @@ __all__ = ["MAX_DEPTH", "read_json"]
 #: Deepest nesting of objects and lists read.
 MAX_DEPTH = 32
 
-# Strings (escapes included) are dropped before brackets are counted.
-_STRING_RE = re.compile(r'"(?:[^"\\]|\\.)*"', re.S)
-_BRACKET_RE = re.compile(r"[\[\]{}]")
-
 
 class _Number(str):
     """A JSON number's text, kept as written."""
@@ -58,7 +53,6 @@ class _Constant(str):
 def read_json(text: str) -> TableFacts:
     """The facts of a JSON document (see the module docstring)."""
     text = text.removeprefix("\ufeff")
-    _check_depth(text)
     try:
         data = json.loads(
             text,
@@ -69,8 +63,9 @@ def read_json(text: str) -> TableFacts:
         )
     except json.JSONDecodeError as exc:
         raise TableError(f"column {exc.colno}: {exc.msg}", exc.lineno) from None
-    except RecursionError:  # beyond _check_depth's count: never, but never a crash either
+    except RecursionError:  # the parser's own bound (about 1,000 levels), met in C
         raise TableError(f"nested deeper than {MAX_DEPTH} levels") from None
+    _check_depth(data)
     facts = TableFacts()
     guessed = guess_language(text)
     language = language_for(decimal_mark(_strings(data)), "," if guessed != "en" else ".", guessed)
@@ -98,12 +93,18 @@ def _strings(data: Any) -> list[str]:
     return found
 
 
-def _check_depth(text: str) -> None:
-    depth = 0
-    for match in _BRACKET_RE.finditer(_STRING_RE.sub("", text)):
-        depth += 1 if match.group() in "[{" else -1
+def _check_depth(data: Any) -> None:
+    """Refuse objects and lists nested deeper than `MAX_DEPTH` (walked with a stack)."""
+    stack = [(data, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if not isinstance(item, dict | list):
+            continue
         if depth > MAX_DEPTH:
             raise TableError(f"nested deeper than {MAX_DEPTH} levels")
+        stack.extend(
+            (child, depth + 1) for child in (item.values() if isinstance(item, dict) else item)
+        )
 
 
 def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
