@@ -132,7 +132,7 @@ def decimal_mark(texts: Iterable[str]) -> str | None:
 
     A file's own numbers decide how it writes the ambiguous ones (``8,884``): one file
     is written one way."""
-    values = list(texts)
+    values = [text for text in texts if len(text) <= 100]  # numbers are shorter
     shown = {mark for mark in (",", ".") if any(_shows(text, mark) for text in values)}
     return shown.pop() if len(shown) == 1 else None
 
