@@ -45,6 +45,9 @@ def json_values(text: str) -> dict[str, str]:
         ('"x","10"\n', {"x": "10"}),
         ("name,10\n", {"name": "10"}),  # no header: a variable called name
         ("x,0.1\ny,1/3\n", {"x": "0.1", "y": "1/3"}),
+        ("x;y;z\n10;15,5;20\n", {"x": "10", "y": "15.5", "z": "20"}),  # wide
+        ("x,y\n10,15\n", {"x": "10", "y": "15"}),  # wide
+        ("x,10\ny,15\n", {"x": "10", "y": "15"}),  # not wide: the second row has a name
     ],
 )
 def test_csv_values_are_read_exactly(text: str, want: dict[str, str]) -> None:
@@ -88,6 +91,7 @@ def test_csv_values_that_are_no_numbers_are_unreadable_with_their_line(
         ("x;1\n\nx;2\n", "line 3: 'x' is given again (first at line 1)"),
         ('x;1\ny;"2\n', "line 2: unexpected end of data"),
         ("name;value;unit\nx\n", "line 2: no value (column 2)"),
+        ("x;y;z\n10;15\n", "line 2: 2 value(s) under 3 names"),
     ],
 )
 def test_bad_csv_rows_are_refused_by_line(text: str, message: str) -> None:

@@ -1,9 +1,10 @@
 """Generated CSV name/value tables with their truth, for `riddlectl bench --extractors`.
 
 Varied: the delimiter (``,``, ``;``, tab), a header row or none (``name,value``,
-``Name;Wert``, three columns with a unit), quoting, the decimal mark (``12,5`` or
-``12.5``, in tables of either delimiter), thousands separators, number words,
-fractions, CRLF line ends, a byte order mark, blank lines.
+``Name;Wert``, three columns with a unit), wide tables (names across, values below),
+quoting, the decimal mark (``12,5`` or ``12.5``, in tables of either delimiter),
+thousands separators, number words, fractions, CRLF line ends, a byte order mark, blank
+lines.
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ def generate(directory: Path, count: int, seed: int) -> list[Case]:
         rows = [header.split("|")] if header else []
         cells = tv.written(values, rng, "," if delimiter == ";" else ".")
         rows += [_arrange(header, n, cell) for n, cell in zip(chosen, cells, strict=True)]
+        if not header and rng.random() < 0.25:
+            header, rows = "wide", [list(chosen), cells]  # names across, values below
         newline = rng.choice(("\n", "\r\n"))
         text = newline.join(delimiter.join(_quote(c, delimiter, quoting) for c in r) for r in rows)
         if rng.random() < 0.2:

@@ -14,6 +14,8 @@ The first row is a header when its first cell is a name word (``name``, ``variab
 cell does not read as a number; the value column is then the first whose header is a
 value word (``value``, ``Wert`` …), else the second. Without a header a row has two
 fields (an empty third, from a trailing delimiter, is allowed). Blank lines are skipped.
+A *wide* table — two rows, names across the first, values below them (``x;y;z`` over
+``10;15;20``) — is read as the name/value rows it stands for.
 
 A row that cannot be a name and a value fails the whole file, naming its line: a
 missing value column, extra fields, a name that a question could not use (``total
@@ -46,6 +48,12 @@ def read_csv(text: str) -> TableFacts:
     text = text.removeprefix("\ufeff")
     delimiter = sniff_delimiter(text)
     rows = _rows(text, delimiter)
+    if _is_wide(rows):
+        names = _trimmed(rows[0][1])
+        line, values = rows[1][0], _trimmed(rows[1][1])
+        if len(values) != len(names):
+            raise TableError(f"{len(values)} value(s) under {len(names)} names", line)
+        rows = [(line, [name, value]) for name, value in zip(names, values, strict=True)]
     columns = _header(rows[0][1]) if rows else None
     body = rows[1:] if columns is not None else rows
     value_col = columns[1] if columns else 1
@@ -57,6 +65,25 @@ def read_csv(text: str) -> TableFacts:
     for line, row in body:
         _row(row, columns, line, facts, language)
     return facts
+
+
+def _is_wide(rows: list[tuple[int, list[str]]]) -> bool:
+    """A wide table: two rows, names across the first, their values below them
+    (``x;y;z`` over ``10;15;20``). A value row never starts with a name, so no
+    name/value table of two rows reads as one."""
+    if len(rows) != 2:
+        return False
+    names, values = _trimmed(rows[0][1]), _trimmed(rows[1][1])
+    return (
+        len(names) > 2 or (len(names) == 2 and not is_name(values[0].strip()) if values else False)
+    ) and all(is_name(n.strip()) and n.strip().lower() not in NAME_WORDS for n in names)
+
+
+def _trimmed(row: list[str], keep: int = 1) -> list[str]:
+    """`row` without the empty fields a trailing delimiter leaves (at least `keep`)."""
+    while len(row) > keep and not row[-1].strip():
+        row = row[:-1]
+    return row
 
 
 def _rows(text: str, delimiter: str) -> list[tuple[int, list[str]]]:
@@ -105,8 +132,7 @@ def _row(
     row: list[str], columns: tuple[int, int] | None, line: int, facts: TableFacts, language: str
 ) -> None:
     if columns is None:
-        while len(row) > 2 and not row[-1].strip():
-            row = row[:-1]
+        row = _trimmed(row, keep=2)  # "x;" is a name without a value, not one field
         if len(row) != 2:
             raise TableError(
                 f"{len(row)} field(s); a table without a header row has two: name, value", line
