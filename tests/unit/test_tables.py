@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from riddlectl.bench.extractors.csvfiles import generate as generate_csv
+from riddlectl.bench.extractors.jsonfiles import generate as generate_json
 from riddlectl.document.datatypes import type_for
 from riddlectl.errors import ConfigError
 from riddlectl.handlers import registry
@@ -233,3 +237,14 @@ def test_a_built_in_extractor_that_cannot_import_is_one_clear_error(
     monkeypatch.setitem(registry.BUILTIN_EXTRACTORS, "ocr", entry)
     with pytest.raises(ConfigError, match="built-in extractor cannot be loaded: No module"):
         registry.load("ocr", "extract")
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_the_generated_tables_are_read_exactly(seed: int, tmp_path: Path) -> None:
+    """The bench's generators vary header, delimiter, quoting, decimal mark, nesting …:
+    every value of every file is read as written."""
+    for generate, read in ((generate_csv, read_csv), (generate_json, read_json)):
+        for case in generate(tmp_path, 60, seed):
+            text = (tmp_path / case.file).read_bytes().decode("utf-8")  # CRLF kept
+            found = read(text).to_json()["variables"]
+            assert {n: found.get(n) for n in case.truth} == case.truth, case
