@@ -46,6 +46,8 @@ def json_values(text: str) -> dict[str, str]:
         ("x;10;\n", {"x": "10"}),  # a trailing delimiter
         ("name,value,unit\nx,10,kg\n", {"x": "10"}),
         ("Bezeichnung;Einheit;Wert\nx;kg;3\n", {"x": "3"}),
+        ("Einheit;Name;Wert\nkg;x;3\n", {"x": "3"}),
+        ("value,name\n3,x\n", {"x": "3"}),
         ('"x","10"\n', {"x": "10"}),
         ("name,10\n", {"name": "10"}),  # no header: a variable called name
         ("x,0.1\ny,1/3\n", {"x": "0.1", "y": "1/3"}),

@@ -16,7 +16,14 @@ from riddlectl.bench.extractors import tablevalues as tv
 from riddlectl.bench.extractors.cases import Case
 from riddlectl.document.numbers import format_number
 
-_HEADERS = ("", "name|value", "Name|Wert", "variable|value|unit", "key|unit|value")
+_HEADERS = (
+    "",
+    "name|value",
+    "Name|Wert",
+    "variable|value|unit",
+    "key|unit|value",
+    "Einheit|Name|Wert",
+)
 
 
 def generate(directory: Path, count: int, seed: int) -> list[Case]:
@@ -49,6 +56,8 @@ def generate(directory: Path, count: int, seed: int) -> list[Case]:
 
 
 def _arrange(header: str, name: str, cell: str) -> list[str]:
+    if header.startswith("Einheit"):
+        return ["kg", name, cell]
     if header.startswith("key|unit"):
         return [name, "kg", cell]
     if header.endswith("unit"):

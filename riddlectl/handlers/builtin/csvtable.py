@@ -9,11 +9,12 @@ tab-separated one by the language of its words. Unless the table's own values sh
 other way (:func:`tablecells.decimal_mark`: ``12.5`` in a ``;`` table, ``"12,5"`` in a
 ``,`` one), which then decides how it writes the ambiguous ones (``8,884``).
 
-The first row is a header when its first cell is a name word (``name``, ``variable``,
-``key``, ``Name``, ``Bezeichnung`` …: :data:`tablecells.NAME_WORDS`) and its value
-cell does not read as a number; the value column is then the first whose header is a
-value word (``value``, ``Wert`` …), else the second. Without a header a row has two
-fields (an empty third, from a trailing delimiter, is allowed). Blank lines are skipped.
+The first row is a header when one of its cells is a name word (``name``, ``variable``,
+``key``, ``Name``, ``Bezeichnung`` …: :data:`tablecells.NAME_WORDS`) and another a
+value word (``value``, ``Wert`` …), or when its first cell is a name word (the value
+column is then the second); and when its value cell does not read as a number. Without
+a header a row has two fields (an empty third, from a trailing delimiter, is allowed).
+Blank lines are skipped.
 A *wide* table — two rows, names across the first, values below them (``x;y;z`` over
 ``10;15;20``) — is read as the name/value rows it stands for.
 
@@ -117,15 +118,14 @@ def sniff_delimiter(text: str) -> str:
 def _header(row: list[str]) -> tuple[int, int] | None:
     """(name column, value column) when `row` is a header row, else None."""
     cells = [cell.strip().lower() for cell in row]
-    if cells[0] not in NAME_WORDS:
+    name = next((i for i, cell in enumerate(cells) if cell in NAME_WORDS), None)
+    value = next((i for i, cell in enumerate(cells) if cell in VALUE_WORDS), None)
+    if name is None or (value is None and (name != 0 or len(cells) < 2)):
         return None
-    value = next((i for i, cell in enumerate(cells) if cell in VALUE_WORDS), 1)
-    if value >= len(cells) or read_value(row[value][:MAX_CELL_CHARS], "de").kind in (
-        "number",
-        "digits",
-    ):
+    value = 1 if value is None else value
+    if read_value(row[value][:MAX_CELL_CHARS], "de").kind in ("number", "digits"):
         return None  # "name;10": a variable called name
-    return 0, value
+    return name, value
 
 
 def _row(
