@@ -59,6 +59,10 @@ def create_app(web: Service, guard: Guard | None = None) -> Any:
     def home() -> RedirectResponse:
         return RedirectResponse("/app/table", status_code=303)
 
+    @app.get("/favicon.ico", include_in_schema=False)
+    def favicon() -> Response:
+        return Response(status_code=204)
+
     @app.get("/metrics", response_class=PlainTextResponse, tags=["metrics"])
     def metrics() -> Response:
         """Prometheus text: riddles per queue, events per stage and outcome, failures per

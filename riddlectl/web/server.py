@@ -43,6 +43,9 @@ def serve(web: Service, guard: Guard, sock: socket.socket, announce: Any = None)
         def handle_exit(self, sig: int, frame: Any) -> None:
             hub.close()  # end the live streams now, not after the grace period
             super().handle_exit(sig, frame)
+            # A stop that was asked for is a success (exit 0, as for the agents): uvicorn
+            # would raise the signal again once stopped, and die of it.
+            self._captured_signals.clear()
 
     config = uvicorn.Config(
         app,
