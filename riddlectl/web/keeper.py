@@ -102,7 +102,11 @@ class Keeper:
             return 0
         placed = self.index.placed(dirty)
         stale = [i for i, (to, rev) in dirty.items() if _stale(placed.get(i), to, rev)]
-        return self._guarded(indexing.refresh, self.index, self.spool, stale) if stale else 0
+        if stale:
+            self._guarded(indexing.refresh, self.index, self.spool, stale)
+        # Riddles moved, whoever copied them into the index (an action here does at once):
+        # the open tabs are told either way.
+        return len(dirty)
 
     def _guarded(self, step: Callable[..., int], *args: Any) -> int:
         # A spool that cannot be read for a moment (a full disk, a queue being repaired)

@@ -10,10 +10,11 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from fastapi import APIRouter, Request, UploadFile
+from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 from sse_starlette.sse import EventSourceResponse
+from starlette.datastructures import UploadFile
 
 from riddlectl.errors import InvalidData, InvalidDocument, RiddleError
 from riddlectl.ops import admin

@@ -57,9 +57,11 @@ def make_cli(base: Path) -> Cli:
     return Cli(spool, data)
 
 
-def start(cli: Cli, *args: str, token: str | None = None) -> Served:
+def start(
+    cli: Cli, *args: str, token: str | None = None, env: dict[str, str] | None = None
+) -> Served:
     """`riddlectl serve --port 0 ARGS`, once it says where it listens."""
-    env = {**os.environ, "RIDDLECTL_FSYNC": "0"}
+    env = {**os.environ, "RIDDLECTL_FSYNC": "0", **(env or {})}
     proc = subprocess.Popen(
         cli.argv("serve", "--port", "0", *args),
         stdout=subprocess.DEVNULL,
@@ -82,8 +84,9 @@ def module_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def served(module_dir: Path) -> Iterator[Served]:
-    """One server for the tests of a module (starting one costs about a second)."""
-    server = start(make_cli(module_dir))
+    """One server for the tests of a module (starting one costs about a second), with a
+    data size limit of 64 KiB."""
+    server = start(make_cli(module_dir), env={"RIDDLECTL_MAX_DATA_BYTES": "65536"})
     yield server
     server.stop()
 
