@@ -9,11 +9,11 @@ as there.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Body, Query, Request
 from fastapi.responses import JSONResponse
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from riddlectl.ops import report
 from riddlectl.web import query as tables
@@ -27,6 +27,8 @@ class ErrorBody(BaseModel):
     error: str
     where: str | None = None
     field: str | None = None
+    # An action refused for several riddles: each one's error (the first is `error`).
+    refused: list[dict[str, Any]] | None = None
 
 
 ERRORS: dict[int | str, dict[str, Any]] = {
@@ -35,15 +37,17 @@ ERRORS: dict[int | str, dict[str, Any]] = {
 
 
 class Ids(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
     ids: list[Annotated[str, Field(max_length=300)]] = Field(default_factory=list, max_length=10000)
 
 
 class RetryRequest(Ids):
-    failed: bool = Field(False, description="Every failed riddle too (all of them if no ids).")
-    from_step: str | None = Field(
-        None, alias="from", description="Start again at extract, solve or validate."
+    failed: StrictBool = Field(False, description="Every failed riddle too (all if no ids).")
+    from_step: Literal["extract", "solve", "validate"] | None = Field(
+        None, alias="from", description="Start again at this step (default: where it failed)."
     )
-    reset_trials: bool = False
+    reset_trials: StrictBool = False
 
 
 class Acted(BaseModel):
@@ -57,9 +61,11 @@ def service(request: Request) -> Service:
 
 
 def _acted(outcome: Outcome) -> JSONResponse:
+    """What was done; when nothing was, an error (the first refusal) listing every one."""
     if outcome.refused and not outcome.done:
         status = max(http_status(e) for e in outcome.refused)
-        return JSONResponse(outcome.as_dict(), status_code=status)
+        body = {**error_body(outcome.refused[0]), **outcome.as_dict()}
+        return JSONResponse(body, status_code=status)
     return JSONResponse(outcome.as_dict())
 
 
@@ -67,7 +73,7 @@ def _acted(outcome: Outcome) -> JSONResponse:
 def submit(
     request: Request,
     document: Annotated[
-        dict[str, Any] | list[dict[str, Any]],
+        dict[str, Any] | Annotated[list[dict[str, Any]], Field(min_length=1)],
         Body(description="One riddle document, or a list of them (all or none are taken)."),
     ],
 ) -> dict[str, list[str]]:
@@ -75,11 +81,17 @@ def submit(
     return {"ids": service(request).submit(document)}
 
 
+Stages = Literal[
+    "extract", "solve", "validate", "manage", "incoming", "extracted", "solved", "validated",
+    "done", "failed", "waiting", "hold", "corrupt",
+]  # fmt: skip
+
+
 @router.get("/status", responses=ERRORS)
 def status(
     request: Request,
     ids: Annotated[list[str] | None, Query(alias="id", description="Riddle ids.")] = None,
-    stage: Annotated[str | None, Query(description="A stage's inbox or a queue.")] = None,
+    stage: Annotated[Stages | None, Query(description="A stage's inbox or a queue.")] = None,
     limit: Annotated[int, Query(ge=0, le=1000)] = 20,
 ) -> dict[str, Any]:
     """Counts per queue and recent riddles, or each given riddle's state (`status --json`)."""
@@ -160,23 +172,39 @@ def events(
     return list(reversed(found[:limit]))
 
 
+Queues = Literal[
+    "incoming", "extracted", "solved", "validated", "done", "failed", "waiting", "hold"
+]
+Duration = Annotated[str, Query(pattern=r"^[0-9]{1,9}(\.[0-9]{1,6})?[smhdw]?$")]
+
+
 @router.get("/riddles", responses=ERRORS)
 def riddles(
     request: Request,
-    queue: str | None = None,
-    q: str | None = None,
-    trial: str | None = None,
-    solved: str | None = None,
-    parent: str | None = None,
-    min_age: str | None = None,
-    max_age: str | None = None,
-    sort: str | None = None,
-    after: str | None = None,
-    limit: str | None = None,
+    queue: Queues | None = None,
+    q: Annotated[
+        str | None, Query(max_length=200, description="Text in id, question, context, error.")
+    ] = None,
+    trial: Annotated[int | None, Query(ge=0, le=10**6)] = None,
+    solved: bool | None = None,
+    parent: Annotated[str | None, Query(max_length=300)] = None,
+    min_age: Duration | None = None,
+    max_age: Duration | None = None,
+    sort: Literal["priority", "newest", "oldest"] = "priority",
+    after: Annotated[
+        str | None,
+        Query(pattern="^[A-Za-z0-9_-]{1,400}$", description="`next` of the page before."),
+    ] = None,
+    limit: Annotated[int, Query(ge=1, le=tables.MAX_PAGE)] = tables.PAGE,
 ) -> dict[str, Any]:
     """One page of the table, with the filters of `/app/table`; `next` is the `after` of
     the next page (null on the last)."""
-    chosen = tables.parse({k: v for k, v in request.query_params.items() if v is not None})
+    given = {
+        "queue": queue, "q": q, "trial": trial, "parent": parent, "min_age": min_age,
+        "max_age": max_age, "sort": sort, "after": after, "limit": limit,
+        "solved": None if solved is None else str(solved).lower(),
+    }  # fmt: skip
+    chosen = tables.parse({k: str(v) for k, v in given.items() if v is not None})
     rows, cursor = tables.page(service(request).index, chosen)
     return {"riddles": rows, "next": cursor, "counts": service(request).counts()}
 

@@ -13,6 +13,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from riddlectl.errors import RiddleError
 from riddlectl.web import api, pages
@@ -79,6 +80,13 @@ def _errors(app: FastAPI) -> None:
         if request.url.path.startswith("/app/"):
             return pages.error_page(request, exc, http_status(exc))
         return JSONResponse(error_body(exc), status_code=http_status(exc))
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
+        # Starlette's own refusals (no such route, a method a route does not take, a body
+        # that does not parse) in the shape of every other error here.
+        body = {"error": str(exc.detail), "where": None, "field": None}
+        return JSONResponse(body, status_code=exc.status_code, headers=exc.headers)
 
     @app.exception_handler(TimeoutError)
     async def timeout(request: Request, exc: TimeoutError) -> Response:

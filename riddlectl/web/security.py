@@ -36,7 +36,7 @@ COOKIE = "riddlectl_token"
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
 WILDCARDS = frozenset({"0.0.0.0", "::", ""})
 # POSTs that change nothing, allowed in read-only mode.
-READ_ONLY_POSTS = frozenset({"/app/preview"})
+READ_ONLY_POSTS = frozenset({("POST", "/app/preview")})
 CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
     "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
@@ -137,11 +137,11 @@ class Secure:
             return 401, "riddlectl: a token is needed (Authorization: Bearer TOKEN)"
         if method in ("GET", "HEAD", "OPTIONS"):
             return None
-        if method != "POST":
-            return 405, "riddlectl: only GET and POST are used here"
+        # Any other method is held to the rules of a change; the routes then answer all
+        # but POST with 405 (and the methods they take).
         if not same_origin(headers, scope.get("scheme", "http")):
             return 403, "riddlectl: refused: a cross-site request may not change anything"
-        if self.guard.read_only and path not in READ_ONLY_POSTS:
+        if self.guard.read_only and (method, path) not in READ_ONLY_POSTS:
             return 403, "riddlectl: refused: this server is read-only"
         return None
 

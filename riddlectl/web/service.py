@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from riddlectl import runtime
 from riddlectl.errors import ExitCode, InvalidDocument, RiddleError
 from riddlectl.identity import Actor
@@ -67,6 +69,10 @@ class Service:
         docs = doc if isinstance(doc, list) else [doc]
         if not docs:
             raise InvalidDocument("nothing to submit", where=where)
+        try:  # what came as JSON from a client may hold what a document cannot keep
+            orjson.dumps(docs)
+        except orjson.JSONEncodeError as exc:
+            raise InvalidDocument(f"cannot be stored: {exc}", where=where) from None
         parsed = [(where if len(docs) == 1 else f"{where}[{i}]", d) for i, d in enumerate(docs)]
         riddles = submitting.prepare(parsed, self.settings)
         self.spool.refuse_duplicates(riddles)
