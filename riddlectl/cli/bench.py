@@ -39,6 +39,17 @@ def bench(
             "importing typer and pydantic.",
         ),
     ] = False,
+    web: Annotated[
+        bool,
+        typer.Option(
+            "--web",
+            help="Only time the web UI: its pages over --web-riddles riddles, and the "
+            "server's CPU with 20 live tabs open while --riddles riddles flow.",
+        ),
+    ] = False,
+    web_riddles: Annotated[
+        int, typer.Option(help="With --web: riddles in the spool served.", min=100)
+    ] = 100_000,
     startup_runs: Annotated[
         int, typer.Option(help="With --startup: runs of each command.", min=1)
     ] = 20,
@@ -76,6 +87,9 @@ def bench(
             emit_json(timed)
         else:
             typer.echo(startup_bench.render(timed))
+        return
+    if web:
+        _web_bench(web_riddles, riddles, as_json)
         return
     quiet_watchdog()
     from riddlectl.bench import peers as peer_bench
@@ -116,3 +130,16 @@ def _bench_extractors(cases: int, seed: int, types: str | None, as_json: bool) -
         emit_json(outcome)
     else:
         typer.echo(runner.render(outcome))
+
+
+def _web_bench(riddles: int, flow: int, as_json: bool) -> None:
+    from riddlectl.web import require_extra
+
+    require_extra()
+    from riddlectl.bench.web import WebBenchOptions, render, run_web_bench
+
+    outcome = run_web_bench(WebBenchOptions(riddles=riddles, flow=flow))
+    if as_json:
+        emit_json(outcome)
+    else:
+        typer.echo(render(outcome))

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hmac
 import ipaddress
+import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass, field
 from http.cookies import SimpleCookie
@@ -126,7 +127,7 @@ class Secure:
         if self.guard.token and "token=" in query and scope["method"] == "GET":
             await self._set_cookie(scope, query, send)
             return
-        await self.app(scope, receive, _with_headers(send))
+        await self.app(scope, receive, _with_headers(send, time.perf_counter()))
 
     def _refusal(self, scope: Scope, headers: dict[str, str]) -> tuple[int, str] | None:
         method, path = scope["method"], scope["path"]
@@ -165,10 +166,15 @@ class Secure:
         await send({"type": "http.response.body", "body": b""})
 
 
-def _with_headers(send: Send) -> Send:
+def _with_headers(send: Send, started: float) -> Send:
+    """The security headers, and `Server-Timing` (how long the server took to start the
+    response: what `riddlectl bench --web` reports)."""
+
     async def sending(message: Message) -> None:
         if message["type"] == "http.response.start":
-            message["headers"] = [*message.get("headers", []), *HEADERS]
+            took = (time.perf_counter() - started) * 1000
+            timing = (b"server-timing", f"app;dur={took:.2f}".encode())
+            message["headers"] = [*message.get("headers", []), *HEADERS, timing]
         await send(message)
 
     return sending
