@@ -24,20 +24,20 @@ if TYPE_CHECKING:
     from riddlectl.document.model import Riddle
     from riddlectl.spool.contract import Spool
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 COLUMNS = (
     "id", "queue", "priority", "created", "updated", "trial", "solved", "parent_id",
-    "question", "context", "error", "solution", "rev",
+    "question", "context", "error", "solution", "rev", "rank",
 )  # fmt: skip
 _SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS riddles (
     id TEXT PRIMARY KEY, queue TEXT NOT NULL, priority INTEGER NOT NULL, created REAL NOT NULL,
     updated REAL NOT NULL, trial INTEGER NOT NULL, solved INTEGER NOT NULL, parent_id TEXT,
     question TEXT NOT NULL, context TEXT NOT NULL, error TEXT, solution TEXT,
-    rev INTEGER NOT NULL
+    rev INTEGER NOT NULL, rank INTEGER NOT NULL
 );
-CREATE INDEX IF NOT EXISTS by_priority ON riddles (priority DESC, created, id);
-CREATE INDEX IF NOT EXISTS by_queue_priority ON riddles (queue, priority DESC, created, id);
+CREATE INDEX IF NOT EXISTS by_rank ON riddles (rank, created, id);
+CREATE INDEX IF NOT EXISTS by_queue_rank ON riddles (queue, rank, created, id);
 CREATE INDEX IF NOT EXISTS by_created ON riddles (created, id);
 CREATE INDEX IF NOT EXISTS by_queue_created ON riddles (queue, created, id);
 CREATE INDEX IF NOT EXISTS by_parent ON riddles (parent_id);
@@ -84,6 +84,7 @@ def row_of(queue: Queue, riddle: Riddle) -> tuple[Any, ...]:
         (riddle.error or "")[:2000] or None,
         None if solution is None else str(solution)[:500],
         riddle.rev,
+        -riddle.priority,  # rank: so that every sort key ascends, and row values compare
     )
 
 
@@ -95,6 +96,7 @@ class Index:
         self.path = Path(path)
         self._local = threading.local()
         self._write_lock = threading.Lock()
+        self.generation = 0  # bumped by every write: what a cache of counts is keyed on
         self.fresh = self._open_schema()
 
     def _open_schema(self) -> bool:
@@ -136,6 +138,7 @@ class Index:
                 conn.execute("ROLLBACK")
                 raise
             conn.execute("COMMIT")
+            self.generation += 1
 
     def put(self, rows: Iterable[tuple[Any, ...]]) -> None:
         with self.writing() as conn:

@@ -23,16 +23,18 @@ SORTS = ("priority", "newest", "oldest")
 PAGE = 50
 MAX_PAGE = 500
 _QUEUES = frozenset(q.value for q in Queue)
-# Each sort's ORDER BY, and the keyset condition rows after (p, c, i) meet.
+# Each sort's ORDER BY, and the keyset condition of the rows after a cursor: row values,
+# which SQLite turns into a range of an index (a deep page costs what the first does).
+# `rank` is minus the priority, so that the priority order ascends.
 _ORDER = {
-    "priority": "priority DESC, created ASC, id ASC",
+    "priority": "rank, created, id",
     "newest": "created DESC, id DESC",
-    "oldest": "created ASC, id ASC",
+    "oldest": "created, id",
 }
 _AFTER = {
-    "priority": "(priority < ? OR (priority = ? AND (created > ? OR (created = ? AND id > ?))))",
-    "newest": "(created < ? OR (created = ? AND id < ?))",
-    "oldest": "(created > ? OR (created = ? AND id > ?))",
+    "priority": "(rank, created, id) > (?, ?, ?)",
+    "newest": "(created, id) < (?, ?)",
+    "oldest": "(created, id) > (?, ?)",
 }
 
 
@@ -179,10 +181,10 @@ def _cursor(text: str, sort: str) -> list[Any]:
         key = orjson.loads(base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)))
         if sort == "priority":
             priority, created, riddle_id = key
-            parts = [int(priority), int(priority), float(created), float(created), str(riddle_id)]
+            parts = [-int(priority), float(created), str(riddle_id)]
         else:
             created, riddle_id = key
-            parts = [float(created), float(created), str(riddle_id)]
+            parts = [float(created), str(riddle_id)]
     except (ValueError, TypeError, orjson.JSONDecodeError):
         raise InvalidDocument("not a cursor of this sort order", where="after") from None
     return parts

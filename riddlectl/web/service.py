@@ -4,6 +4,9 @@ line (`ops.submit`, `ops.admin`, `ops.report`), acting as the agent `web`.
 
 from __future__ import annotations
 
+import sqlite3
+import tempfile
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +29,7 @@ from riddlectl.web.keeper import Keeper
 AGENT = "web"  # who the event log says acted, for every action taken here
 ACTIONS = ("retry", "hold", "release", "cancel")
 INDEX_NAME = "web-index.sqlite"
+COUNTS_TTL = 1.0  # seconds a count of the queues is shown again without a change
 
 
 @dataclass
@@ -50,12 +54,18 @@ class Service:
     index: Index
     keeper: Keeper
     read_only: bool = False
+    _counts: tuple[int, float, dict[str, int]] | None = field(default=None, repr=False)
 
     @classmethod
     def open(cls, settings: Settings, read_only: bool = False) -> Service:
         """The spool of `settings` (which must exist) with its index beside it."""
         spool = runtime.open_spool(settings, create=False, writable=not read_only)
-        index = Index(index_path(settings))
+        try:
+            index = Index(index_path(settings))
+        except (sqlite3.Error, OSError):
+            # A spool this server may not write to (read-only, say): the index is
+            # disposable, so it is kept for this run in a temporary directory instead.
+            index = Index(Path(tempfile.mkdtemp(prefix="riddlectl-web-")) / INDEX_NAME)
         return cls(settings, spool, index, Keeper(spool, index), read_only)
 
     def pipeline(self) -> Pipeline:
@@ -137,10 +147,16 @@ class Service:
     # -- reading ------------------------------------------------------------------------
 
     def counts(self) -> dict[str, int]:
-        """Riddles per queue, as the index holds them, and the files set aside."""
-        counts = self.index.counts()
-        counts[report.CORRUPT] = len(report.corrupt_files(self.spool))
-        return counts
+        """Riddles per queue, as the index holds them, and the files set aside: counted
+        again only when the index changed, or the last count is over a second old (every
+        page shows them; at 100,000 riddles a count costs more than the page)."""
+        key = self.index.generation
+        cached = self._counts
+        if cached is None or cached[0] != key or time.monotonic() - cached[1] > COUNTS_TTL:
+            counts = self.index.counts()
+            counts[report.CORRUPT] = len(report.corrupt_files(self.spool))
+            self._counts = cached = (key, time.monotonic(), counts)
+        return dict(cached[2])
 
 
 def index_path(settings: Settings) -> Path:
