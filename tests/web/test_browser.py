@@ -106,6 +106,9 @@ def test_pose_watch_open_retry(server: Served, page: Any) -> None:
         # No reload: the live stream tells the tab, which fetches its rows again.
         page.wait_for_selector(f"tr:has(a[href='/app/riddle/{riddle_id}']) .queue.q-done")
         assert page.inner_text("#counts [data-queue=done] .n") == "1"
+        if SCREENSHOTS:
+            _dress(server)
+            page.wait_for_timeout(4000)  # the agents and the live table catch up
         _shoot(page, "table.png")
         page.click(f"a[href='/app/riddle/{riddle_id}']")
         assert page.inner_text("#solution").startswith("150")
@@ -116,6 +119,8 @@ def test_pose_watch_open_retry(server: Served, page: Any) -> None:
         timeline = page.inner_text("#timeline")
         assert "retry" in timeline and "web" in timeline
         _until_done(page, server, riddle_id)
+        page.wait_for_timeout(1500)  # the counts at the top follow the index, a moment later
+        page.reload()
         _shoot(page, "riddle.png")
     finally:
         agents.send_signal(signal.SIGTERM)
@@ -177,9 +182,36 @@ def _attacker_site(target: str) -> http.server.ThreadingHTTPServer:
     return site
 
 
+def _dress(server: Served) -> None:
+    """A few more riddles, so that the table's screenshot shows what a table holds."""
+    questions = ["x + y =", "x * z =", "(x + y) * z =", "x - y =", "y / x =", "x ^ 2 ="]
+    questions += ["x / 0 =", "What is q + 1?", "x * y * z =", "z - x =", "x + y + z ="]
+    with server.client() as http:
+        for n, question in enumerate(questions):
+            doc = {
+                "riddle": {"context": "[Taschenrechner]", "question": question},
+                "data": [{"type": "text", "file_plain": f"example/{v}.txt"} for v in "xyz"],
+                "priority": n % 3,
+            }
+            http.post("/api/submit", json=doc).raise_for_status()
+
+
 def _shoot(page: Any, name: str) -> None:
     """The screenshots shown in the README, taken as the test passes through (only when
     asked for: a test run leaves the checkout as it found it)."""
     if SCREENSHOTS:
         Path(SCREENSHOTS).mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(Path(SCREENSHOTS) / name), full_page=True)
+
+
+def test_live_toggle_is_remembered(server: Served, page: Any) -> None:
+    page.goto(f"{server.url}/app/table")
+    assert page.is_checked("#live-toggle")
+    page.uncheck("#live-toggle")
+    page.reload()
+    assert not page.is_checked("#live-toggle")  # kept in the browser, across pages
+    assert server.cli("submit", "--id", "quiet", "--question", "x * y =").code == 0
+    page.wait_for_timeout(2500)
+    assert page.locator("a[href='/app/riddle/quiet']").count() == 0  # not followed while off
+    page.check("#live-toggle")
+    page.wait_for_selector("a[href='/app/riddle/quiet']")  # caught up when switched on
