@@ -215,3 +215,29 @@ def test_live_toggle_is_remembered(server: Served, page: Any) -> None:
     assert page.locator("a[href='/app/riddle/quiet']").count() == 0  # not followed while off
     page.check("#live-toggle")
     page.wait_for_selector("a[href='/app/riddle/quiet']")  # caught up when switched on
+
+
+def test_a_hidden_tab_stops_listening_and_catches_up(server: Served, browser: Any) -> None:
+    # The page's own CSP forbids the script this test injects to fake a hidden tab.
+    context = browser.new_context(bypass_csp=True)
+    page = context.new_page()
+    try:
+        page.goto(f"{server.url}/app/table")
+        page.wait_for_timeout(500)
+        fetched: list[str] = []
+        page.on("request", lambda r: fetched.append(r.url) if "/app/" in r.url else None)
+        page.evaluate(
+            "Object.defineProperty(document, 'hidden', {value: true, configurable: true});"
+            "document.dispatchEvent(new Event('visibilitychange'))"
+        )
+        assert server.cli("submit", "--id", "unseen", "--question", "x * y =").code == 0
+        page.wait_for_timeout(2500)
+        assert fetched == []  # no stream, no refresh while hidden
+        page.evaluate(
+            "Object.defineProperty(document, 'hidden', {value: false, configurable: true});"
+            "document.dispatchEvent(new Event('visibilitychange'))"
+        )
+        page.wait_for_selector("a[href='/app/riddle/unseen']")
+        assert any("/app/live" in url for url in fetched)  # listening again
+    finally:
+        context.close()
