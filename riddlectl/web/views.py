@@ -30,7 +30,17 @@ def riddle_view(spool: Spool, queue: Queue, riddle: Riddle) -> dict[str, Any]:
         "extractions": _extractions(spool, riddle),
         "raw": orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode(),
         "command": submit_command(doc),
+        "applicable": applicable(queue),
     }
+
+
+def applicable(queue: Queue) -> list[str]:
+    """The actions that can act on a riddle in `queue` (as `ops.admin` decides)."""
+    from riddlectl.spool.states import FINAL, Queue
+
+    if queue in FINAL:
+        return ["retry"]
+    return ["release", "cancel"] if queue is Queue.HOLD else ["hold", "cancel"]
 
 
 def _entry(event: dict[str, Any]) -> dict[str, Any]:

@@ -36,12 +36,15 @@ def test_bad_filter_is_a_page_saying_which(served: Served) -> None:
 def test_action_on_one_riddle_returns_to_its_page(served: Served) -> None:
     with served.client(**SAME_ORIGIN) as http:
         http.post("/api/submit", json=example(id="one-act"))
+        before = http.get("/app/riddle/one-act").text
+        assert 'id="action-hold"' in before and 'id="action-retry"' not in before
         done = http.post(
             "/app/act", data={"action": "hold", "id": "one-act", "back": "/app/riddle/one-act"}
         )
         assert done.status_code == 303
         page = http.get(done.headers["location"]).text
     assert 'id="riddle-queue">hold<' in page and "hold: incoming" in page
+    assert 'id="action-release"' in page and 'id="action-hold"' not in page
 
 
 def test_action_on_ticked_rows_acts_on_those_it_can(served: Served) -> None:
