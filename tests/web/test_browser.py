@@ -241,3 +241,18 @@ def test_a_hidden_tab_stops_listening_and_catches_up(server: Served, browser: An
         assert any("/app/live" in url for url in fetched)  # listening again
     finally:
         context.close()
+
+
+def test_upload_fills_a_data_field(server: Served, page: Any, tmp_path: Path) -> None:
+    from playwright.sync_api import expect
+
+    made = tmp_path / "my facts.txt"
+    made.write_text("x = 3\ny = 4\n")
+    page.goto(f"{server.url}/app/new")
+    page.fill("#question", "x * y =")
+    page.set_input_files("#upload-file", str(made))
+    page.click("#upload-form button")
+    expect(page.locator(".data-name").first).to_have_value("uploads/my_facts.txt")
+    expect(page.locator("#preview-json")).to_contain_text("uploads/my_facts.txt")
+    page.wait_for_selector("#preview-ok")
+    assert (server.cli.data / "uploads" / "my_facts.txt").read_text() == "x = 3\ny = 4\n"
