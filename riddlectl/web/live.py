@@ -9,6 +9,7 @@ most one refresh a second. Streams end at once when the server stops.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 
 import orjson
@@ -25,11 +26,13 @@ class Hub:
         self.counts: dict[str, int] = {}
         self.closed = False
         self._changed: asyncio.Event | None = None
+        self._closing: asyncio.Event | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
     def bind(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
         self._changed = asyncio.Event()
+        self._closing = asyncio.Event()
 
     def notify(self, version: int, counts: dict[str, int]) -> None:
         """From the keeper's thread: a new version of the index is in, with its counts
@@ -46,6 +49,8 @@ class Hub:
 
     def _bump(self, version: int) -> None:
         self.version = version
+        if self.closed and self._closing is not None:
+            self._closing.set()
         if self._changed is not None:
             self._changed.set()
             self._changed = asyncio.Event()  # the waiters hold the old one, now set
@@ -57,7 +62,7 @@ class Hub:
                 seen = self.version
                 data = {"version": seen, "counts": self.counts}
                 yield {"event": "change", "data": orjson.dumps(data).decode()}
-                await asyncio.sleep(MIN_GAP)
+                await self._pause(MIN_GAP)
                 continue
             changed = self._changed
             if changed is None:
@@ -66,3 +71,10 @@ class Hub:
                 await asyncio.wait_for(changed.wait(), KEEPALIVE)
             except TimeoutError:
                 yield {"comment": "keep-alive"}
+
+    async def _pause(self, seconds: float) -> None:
+        """Wait `seconds`, or less if the server stops meanwhile."""
+        if self._closing is None:
+            return
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._closing.wait(), seconds)
