@@ -162,3 +162,14 @@ def test_stops_within_two_seconds_with_live_streams_open(tmp_path: Path, sig: in
     for thread in threads:
         thread.join(5)
         assert not thread.is_alive()  # every stream ended with the server
+
+
+def test_a_spool_that_cannot_be_used_is_one_line(tmp_path: Path) -> None:
+    cli = make_cli(tmp_path)
+    for spool, says in (
+        (tmp_path / "missing", "no spool"),
+        (Path("/etc/passwd"), "not a directory"),
+    ):
+        cli.spool = spool
+        done = cli("serve", "--port", "0", timeout=20)
+        assert done.code == 5 and done.err.count("\n") == 1 and says in done.err, done.err
