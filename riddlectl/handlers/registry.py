@@ -29,10 +29,13 @@ ENTRY_POINT_GROUP = "riddlectl.handlers"
 
 def _builtins() -> dict[str, dict[str, NamedHandler]]:
     from riddlectl.handlers.builtin import catalog as b
+    from riddlectl.handlers.builtin.ocr import OcrExtractor
 
+    ocr = OcrExtractor()
     return {
         "extract": {
-            "text": NamedHandler("text", b.text_extractor, frozenset({"text"}), _text_version())
+            "text": NamedHandler("text", b.text_extractor, frozenset({"text"}), _text_version()),
+            "ocr": NamedHandler("ocr", ocr, ocr.types),
         },
         "solve": {"calculator": NamedHandler("calculator", b.calculator)},
         "validate": {"gatekeeper": NamedHandler("gatekeeper", b.gatekeeper)},

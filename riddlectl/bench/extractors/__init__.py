@@ -1,0 +1,1 @@
+"""Generated data with known truth for measuring the extractors of each data type."""
