@@ -85,6 +85,31 @@ def generate(directory: Path, count: int, seed: int) -> list[Case]:
     return cases
 
 
+def render_line(
+    text: str, size: int = 32, font: int = 0
+) -> tuple[Image.Image, list[tuple[str, tuple[int, int, int, int]]]]:
+    """A clean image of `text` (no turn, no noise) and the box of each of its words, as
+    drawn: for tests that need to know where a word is."""
+    from PIL import Image, ImageDraw, ImageFont
+
+    face = ImageFont.truetype(str(fonts()[font]), size)
+    measure = ImageDraw.Draw(Image.new("L", (1, 1)))
+    left, top, right, bottom = (round(e) for e in measure.textbbox((0, 0), text, font=face))
+    pad = size
+    image = Image.new("L", (right - left + 2 * pad, bottom - top + 2 * pad), 255)
+    origin = (pad - left, pad - top)
+    ImageDraw.Draw(image).text(origin, text, fill=0, font=face)
+    boxes = []
+    start = 0
+    for word in text.split():
+        start = text.index(word, start)
+        before = measure.textlength(text[:start], font=face)
+        box = measure.textbbox((origin[0] + before, origin[1]), word, font=face)
+        boxes.append((word, tuple(round(e) for e in box)))
+        start += len(word)
+    return image, boxes  # type: ignore[return-value]
+
+
 def _line(rng: random.Random, name: str) -> tuple[str, Fraction]:
     """One assignment line and the value it gives `name`."""
     kind = rng.choice(("int", "int", "tight", "negative", "decimal", "words"))

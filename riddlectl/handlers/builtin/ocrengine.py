@@ -28,7 +28,7 @@ TESSDATA_DIRS = (
     "/usr/local/share/tessdata",
     "/opt/homebrew/share/tessdata",
 )
-LANGUAGES = ("eng", "deu")
+LANGUAGES = ("deu", "eng")
 #: What an assignment is written with: read with these only when the line is one.
 WHITELIST = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZäöüÄÖÜß0123456789=.,:-+*/()% "
 
@@ -76,7 +76,7 @@ def tessdata() -> tuple[str, str]:
     candidates += TESSDATA_DIRS
     for directory in candidates:
         present = [lang for lang in LANGUAGES if Path(directory, f"{lang}.traineddata").is_file()]
-        if "eng" in present:
+        if "eng" in present or "deu" in present:
             return directory, "+".join(present)
     raise HandlerRefused(
         "no Tesseract language data (eng.traineddata) found: install Debian's "

@@ -34,7 +34,6 @@ if TYPE_CHECKING:
 SAME_SHAPE = frozenset("cosuvwxz")
 #: Below this share of the digits' height a same-shape letter is lower case.
 LOWER_CASE_HEIGHT = 0.87
-_LOST_SPACE = re.compile(r"^([^\W\d_])(ist|is)(?=\s)")
 _DOUBLED = re.compile(r"^([^\W\d_])([^\W\d_])(?=\s*[=:])")
 
 
@@ -74,17 +73,14 @@ def _best(readings: list[LineReading]) -> LineReading:
 def _read(image: Image.Image, recipe: Preparation) -> LineReading:
     prepared, scale = prepare(image, recipe)
     recognition = recognise(prepared, recipe.whitelist)
-    symbols = _repair_case(list(recognition.symbols))
+    symbols = _repair_name(list(recognition.symbols))
     text = _joined(symbols) if symbols else recognition.text
-    text = _repair_text(text)
-    facts = extract_facts(text).to_json()
-    if not facts.get("variables") and not facts.get("formulas"):
-        for candidate in _with_equals(symbols):
-            tried = extract_facts(_repair_text(candidate)).to_json()
-            if tried.get("variables") or tried.get("formulas"):
-                text, facts = _repair_text(candidate), tried
-                break
-    return LineReading(text, facts, recognition, scale)
+    for candidate in (text, *_with_equals(symbols)):
+        for variant in _spacings(_undoubled(candidate)):
+            facts = extract_facts(variant).to_json()
+            if facts.get("variables") or facts.get("formulas"):
+                return LineReading(variant, facts, recognition, scale)
+    return LineReading(text, extract_facts(text).to_json(), recognition, scale)
 
 
 def _joined(symbols: list[Symbol], equals_at: int = -1) -> str:
@@ -97,40 +93,68 @@ def _joined(symbols: list[Symbol], equals_at: int = -1) -> str:
     return "".join(parts)
 
 
-def _repair_text(text: str) -> str:
-    text = _LOST_SPACE.sub(r"\1 \2", text)
+def _undoubled(text: str) -> str:
+    """`kK = 5` as `k = 5`: a one-letter name Tesseract read in both cases."""
     doubled = _DOUBLED.match(text)
     if doubled and doubled[1].lower() == doubled[2].lower():
-        text = text[0] + text[2:]
+        return text[0] + text[2:]
     return text
+
+
+def _spacings(text: str) -> list[str]:
+    """The text, and when a one-letter name is glued to `is`/`ist` (`tis seven`,
+    `misten`), the ways of putting the spaces back."""
+    variants = [text]
+    if len(text) > 3 and text[0].isalpha() and text[1:3] == "is":
+        variants.append(f"{text[0]} is {text[3:].lstrip()}")
+        if text[3] == "t":
+            variants.append(f"{text[0]} ist {text[4:].lstrip()}")
+    return variants
+
+
+def _repair_name(symbols: list[Symbol]) -> list[Symbol]:
+    """The first letter as a name: a digit read where Tesseract also saw a letter before
+    an `=` (`2 = 5` for `z = 5`), and the case of letters whose capitals differ in size."""
+    if len(symbols) > 1 and symbols[0].text.isdigit() and symbols[1].text in "=:":
+        letters = [c for c in symbols[0].choices if c.isalpha()]
+        if letters:
+            first = symbols[0]
+            symbols = [Symbol(letters[0], first.box, first.choices, True), *symbols[1:]]
+    return _repair_case(symbols)
 
 
 def _repair_case(symbols: list[Symbol]) -> list[Symbol]:
     """The first letter in lower case when it is a same-shape letter clearly shorter than
-    the line's digits (or a little shorter, its top well below theirs), else upper case."""
+    the line's digits (or a little shorter, its top well below theirs), or a `p` reaching
+    below them; else in upper case."""
     digits = [s for s in symbols if s.text.isdigit()]
-    if not symbols or not digits or symbols[0].text.lower() not in SAME_SHAPE:
+    if not symbols or not digits or symbols[0].text.lower() not in SAME_SHAPE | {"p"}:
         return symbols
     first = symbols[0]
     height = statistics.median(s.box[3] - s.box[1] for s in digits)
-    ratio = (first.box[3] - first.box[1]) / height
-    below = (first.box[1] - _digit_top(digits, (first.box[0] + first.box[2]) / 2)) / height
-    short = ratio < LOWER_CASE_HEIGHT or (ratio < 0.95 and below > 0.15)
+    middle = (first.box[0] + first.box[2]) / 2
+    if first.text.lower() == "p":
+        descends = (first.box[3] - _digit_line(digits, middle, 3)) / height
+        short = descends > 0.12
+    else:
+        ratio = (first.box[3] - first.box[1]) / height
+        below = (first.box[1] - _digit_line(digits, middle, 1)) / height
+        short = ratio < LOWER_CASE_HEIGHT or (ratio < 0.95 and below > 0.15)
     text = first.text.lower() if short else first.text.upper()
     return [Symbol(text, first.box, first.choices, first.starts_word), *symbols[1:]]
 
 
-def _digit_top(digits: list[Symbol], x: float) -> float:
-    """Where the tops of the digits would be at `x`: a line through them, since the
-    text may be turned a little."""
+def _digit_line(digits: list[Symbol], x: float, edge: int) -> float:
+    """Where the digits' tops (`edge` 1) or bottoms (3) would be at `x`: a line through
+    them, since the text may be turned a little."""
     xs = [(s.box[0] + s.box[2]) / 2 for s in digits]
-    tops = [float(s.box[1]) for s in digits]
-    mean_x, mean_top = statistics.fmean(xs), statistics.fmean(tops)
+    ys = [float(s.box[edge]) for s in digits]
+    mean_x, mean_y = statistics.fmean(xs), statistics.fmean(ys)
     spread = sum((a - mean_x) ** 2 for a in xs)
     if not spread:
-        return mean_top
-    slope = sum((a - mean_x) * (b - mean_top) for a, b in zip(xs, tops, strict=True)) / spread
-    return mean_top + slope * (x - mean_x)
+        return mean_y
+    slope = sum((a - mean_x) * (b - mean_y) for a, b in zip(xs, ys, strict=True)) / spread
+    return mean_y + slope * (x - mean_x)
 
 
 def _with_equals(symbols: list[Symbol]) -> list[str]:
