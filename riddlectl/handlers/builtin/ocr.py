@@ -65,14 +65,43 @@ def read_image(original: Image.Image) -> dict[str, Any]:
         "image": {"width": width, "height": height},
         "words": [
             {
-                "text": word.text,
-                "confidence": round(word.confidence / 100, 2),
-                "box": [round(edge / scale / shrink) for edge in word.box],
+                "text": text,
+                "confidence": round(confidence / 100, 2),
+                "box": [round(edge / scale / shrink) for edge in box],
             }
-            for word in recognition.words
-            if word.text.strip()
+            for text, confidence, box in _tokens(recognition)
         ],
     }
+
+
+def _tokens(recognition: ocrengine.Recognition) -> list[tuple[str, float, ocrengine.Box]]:
+    """Each word read, with its box; a word holding an `=` or `:` (`y=15`, as Tesseract
+    often reads a tight assignment) split into its parts, each with its letters' box."""
+    out: list[tuple[str, float, ocrengine.Box]] = []
+    for index, word in enumerate(recognition.words):
+        letters = [s for s in recognition.symbols if s.word == index]
+        if not any(s.text in "=:" for s in letters) or len(letters) < 2:
+            if word.text.strip():
+                out.append((word.text.strip(), word.confidence, word.box))
+            continue
+        run: list[ocrengine.Symbol] = []
+        for letter in [*letters, None]:
+            if letter is None or letter.text in "=:" or (run and run[-1].text in "=:"):
+                if run:
+                    out.append(("".join(s.text for s in run), word.confidence, _union(run)))
+                run = []
+            if letter is not None:
+                run.append(letter)
+    return out
+
+
+def _union(letters: list[ocrengine.Symbol]) -> ocrengine.Box:
+    return (
+        min(s.box[0] for s in letters),
+        min(s.box[1] for s in letters),
+        max(s.box[2] for s in letters),
+        max(s.box[3] for s in letters),
+    )
 
 
 def _within(image: Image.Image) -> tuple[Image.Image, float]:

@@ -41,6 +41,7 @@ class Symbol:
     box: Box
     choices: tuple[str, ...]  # other readings Tesseract considered, best first
     starts_word: bool
+    word: int  # the index of its word in `Recognition.words`
 
 
 @dataclass(frozen=True)
@@ -136,7 +137,7 @@ def _parts(module: Any, iterator: Any) -> tuple[tuple[Word, ...], tuple[Symbol, 
             words.append(_word(item, level))
         choices = tuple(c.GetUTF8Text() for c in item.GetChoiceIterator())
         if text and box:
-            symbols.append(Symbol(text, tuple(box), choices, starts_word))
+            symbols.append(Symbol(text, tuple(box), choices, starts_word, len(words) - 1))
     return tuple(words), tuple(symbols)
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from riddlectl.handlers.builtin.ocrengine import Recognition, Symbol, recognise
@@ -32,9 +32,12 @@ if TYPE_CHECKING:
 
 #: Letters whose capital differs from them only in size.
 SAME_SHAPE = frozenset("cosuvwxz")
+#: Small letters without ascenders or descenders: where lower case stops, in a line
+#: without digits.
+X_HEIGHT = frozenset("acemnorsuvwxzäöü")
 #: Below this share of the digits' height a same-shape letter is lower case.
 LOWER_CASE_HEIGHT = 0.87
-_DOUBLED = re.compile(r"^([^\W\d_])([^\W\d_])(?=\s*[=:])")
+_DOUBLED = re.compile(r"^([^\W\d_])([^\W\d_])(?=\s*[=:]|\s+ist?\s)")
 
 
 @dataclass(frozen=True)
@@ -119,36 +122,52 @@ def _repair_name(symbols: list[Symbol]) -> list[Symbol]:
         letters = [c for c in symbols[0].choices if c.isalpha()]
         if letters:
             first = symbols[0]
-            symbols = [Symbol(letters[0], first.box, first.choices, True), *symbols[1:]]
+            symbols = [replace(first, text=letters[0]), *symbols[1:]]
     return _repair_case(symbols)
 
 
 def _repair_case(symbols: list[Symbol]) -> list[Symbol]:
-    """The first letter in lower case when it is a same-shape letter clearly shorter than
-    the line's digits (or a little shorter, its top well below theirs), or a `p` reaching
-    below them; else in upper case."""
-    digits = [s for s in symbols if s.text.isdigit()]
-    if not symbols or not digits or symbols[0].text.lower() not in SAME_SHAPE | {"p"}:
+    """The first letter's case, when its capital has its shape, from its size beside the
+    line's digits, or, in a line without digits, beside its small letters."""
+    if not symbols or symbols[0].text.lower() not in SAME_SHAPE | {"p"}:
         return symbols
-    first = symbols[0]
+    first, rest = symbols[0], symbols[1:]
+    digits = [s for s in rest if s.text.isdigit()]
+    small = [s for s in rest if s.text in X_HEIGHT]
+    if digits:
+        lower = _smaller_than_digits(first, digits)
+    elif small:
+        lower = _as_small_as(first, small)
+    else:
+        return symbols
+    return [replace(first, text=first.text.lower() if lower else first.text.upper()), *rest]
+
+
+def _smaller_than_digits(first: Symbol, digits: list[Symbol]) -> bool:
+    """Lower case: clearly shorter than the digits (or a little, its top well below
+    theirs); a `p` reaching below their baseline."""
     height = statistics.median(s.box[3] - s.box[1] for s in digits)
     middle = (first.box[0] + first.box[2]) / 2
     if first.text.lower() == "p":
-        descends = (first.box[3] - _digit_line(digits, middle, 3)) / height
-        short = descends > 0.12
-    else:
-        ratio = (first.box[3] - first.box[1]) / height
-        below = (first.box[1] - _digit_line(digits, middle, 1)) / height
-        short = ratio < LOWER_CASE_HEIGHT or (ratio < 0.95 and below > 0.15)
-    text = first.text.lower() if short else first.text.upper()
-    return [Symbol(text, first.box, first.choices, first.starts_word), *symbols[1:]]
+        return (first.box[3] - _line_at(digits, middle, 3)) / height > 0.12
+    ratio = (first.box[3] - first.box[1]) / height
+    below = (first.box[1] - _line_at(digits, middle, 1)) / height
+    return ratio < LOWER_CASE_HEIGHT or (ratio < 0.95 and below > 0.15)
 
 
-def _digit_line(digits: list[Symbol], x: float, edge: int) -> float:
-    """Where the digits' tops (`edge` 1) or bottoms (3) would be at `x`: a line through
+def _as_small_as(first: Symbol, small: list[Symbol]) -> bool:
+    """Lower case: its top no higher than the small letters' tops (by a quarter of their
+    height; a capital stands some 40 % higher)."""
+    height = statistics.median(s.box[3] - s.box[1] for s in small)
+    top = _line_at(small, (first.box[0] + first.box[2]) / 2, 1)
+    return (top - first.box[1]) / height < 0.25
+
+
+def _line_at(letters: list[Symbol], x: float, edge: int) -> float:
+    """Where the letters' tops (`edge` 1) or bottoms (3) would be at `x`: a line through
     them, since the text may be turned a little."""
-    xs = [(s.box[0] + s.box[2]) / 2 for s in digits]
-    ys = [float(s.box[edge]) for s in digits]
+    xs = [(s.box[0] + s.box[2]) / 2 for s in letters]
+    ys = [float(s.box[edge]) for s in letters]
     mean_x, mean_y = statistics.fmean(xs), statistics.fmean(ys)
     spread = sum((a - mean_x) ** 2 for a in xs)
     if not spread:
