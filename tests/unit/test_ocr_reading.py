@@ -70,6 +70,22 @@ def test_each_word_keeps_its_box_in_the_images_pixels() -> None:
     assert 0 < found["confidence"] <= 1
 
 
+def test_a_note_of_several_lines_is_read_line_by_line() -> None:
+    from PIL import Image
+
+    lines = [render_line(text, font=2)[0] for text in ("Einkauf", "a = 12", "b ist zwölf")]
+    note = Image.new("L", (max(i.width for i in lines), sum(i.height for i in lines)), 255)
+    top = 0
+    for line in lines:
+        note.paste(line, (0, top))
+        top += line.height
+    found = read_image(note)
+    assert found["variables"] == {"a": "12", "b": "12"}
+    assert found["text"].count("\n") == 2  # three rows, each read as a line
+    twelve = [w for w in found["words"] if w["text"] == "12"]
+    assert len(twelve) == 1 and lines[0].height < twelve[0]["box"][1] < top - lines[2].height
+
+
 def test_a_blank_image_assigns_nothing() -> None:
     from PIL import Image
 

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from riddlectl.errors import HandlerRefused
 from riddlectl.handlers.base import Job, file_digest
-from riddlectl.handlers.builtin import imagefiles, ocrengine, ocrlines, ocrprep
+from riddlectl.handlers.builtin import imagefiles, ocrengine, ocrlines, ocrpage, ocrprep
 from riddlectl.handlers.builtin.ocrprep import PREPARATIONS, prepare
 from riddlectl.handlers.builtin.textfacts import extract_facts
 
@@ -49,29 +49,46 @@ def read_image(original: Image.Image) -> dict[str, Any]:
     if width < 2 or height < 2:
         raise HandlerRefused(f"the image is {width}x{height} pixels: nothing to read")
     image, shrink = _within(original)
-    line, agreeing, tried = ocrlines.read_line(image)
-    text, facts, recognition, scale = line.text, line.facts, line.recognition, line.scale
-    if not line.assignment:
-        block_image, scale = prepare(image, PREPARATIONS[0])
-        recognition = ocrengine.recognise(block_image, whitelist=False, single_line=False)
-        text = recognition.text
-        facts = extract_facts(text).to_json()
-        agreeing = tried = 1
+    pieces = ocrpage.read_rows(image)
+    if not any(piece.reading.assignment for piece in pieces):
+        pieces = [_block(image)]
+    text = "\n".join(piece.reading.text for piece in pieces)
+    confidences = [piece.reading.recognition.confidence for piece in pieces]
     return {
-        **facts,
+        **(extract_facts(text).to_json() if len(pieces) > 1 else pieces[0].reading.facts),
         "text": text,
-        "confidence": round(recognition.confidence / 100, 2),
-        "agreement": f"{agreeing}/{tried}",
+        "confidence": round(sum(confidences) / len(confidences) / 100, 2),
+        "agreement": f"{sum(p.agreeing for p in pieces)}/{sum(p.tried for p in pieces)}",
         "image": {"width": width, "height": height},
-        "words": [
-            {
-                "text": text,
-                "confidence": round(confidence / 100, 2),
-                "box": [round(edge / scale / shrink) for edge in box],
-            }
-            for text, confidence, box in _tokens(recognition)
-        ],
+        "words": [word for piece in pieces for word in _words(piece, shrink)],
     }
+
+
+def _block(image: Image.Image) -> ocrpage.Piece:
+    """The image read once as a block of lines: the last resort for what no line
+    reading found an assignment in."""
+    prepared, scale = prepare(image, PREPARATIONS[0])
+    recognition = ocrengine.recognise(prepared, whitelist=False, single_line=False)
+    facts = extract_facts(recognition.text).to_json()
+    return ocrpage.Piece(
+        ocrlines.LineReading(recognition.text, facts, recognition, scale), 1, 1, (0, 0)
+    )
+
+
+def _words(piece: ocrpage.Piece, shrink: float) -> list[dict[str, Any]]:
+    """The piece's words with their boxes in the original image's pixels."""
+    scale, (left, top) = piece.reading.scale, piece.origin
+    return [
+        {
+            "text": text,
+            "confidence": round(confidence / 100, 2),
+            "box": [
+                round((edge / scale + (left if side % 2 == 0 else top)) / shrink)
+                for side, edge in enumerate(box)
+            ],
+        }
+        for text, confidence, box in _tokens(piece.reading.recognition)
+    ]
 
 
 def _tokens(recognition: ocrengine.Recognition) -> list[tuple[str, float, ocrengine.Box]]:
@@ -122,7 +139,8 @@ def ocr_version() -> str:
     that reads images; the OCR engine's version is read only when an image is extracted."""
     from riddlectl.handlers.builtin import numberphrases, numberwords, textfacts
 
-    modules = (imagefiles, ocrengine, ocrlines, ocrprep, textfacts, numberwords, numberphrases)
+    ocr_modules = (imagefiles, ocrengine, ocrlines, ocrpage, ocrprep)
+    modules = (*ocr_modules, textfacts, numberwords, numberphrases)
     digests = [file_digest(m.__file__ or "") or "-" for m in modules]
     digests.append(file_digest(__file__) or "-")
     code = hashlib.sha256("\0".join(digests).encode()).hexdigest()[:8]

@@ -120,6 +120,18 @@ def recognise(image: Image.Image, whitelist: bool, single_line: bool = True) -> 
     return Recognition(text, confidence, words, symbols)
 
 
+def line_boxes(image: Image.Image) -> list[Box]:
+    """The boxes of the text lines (or pieces of lines) Tesseract's layout analysis finds,
+    without recognising anything."""
+    module = tesserocr()
+    api = _engine()
+    api.SetPageSegMode(module.PSM.AUTO)
+    api.SetImage(image)
+    found = api.GetComponentImages(module.RIL.TEXTLINE, True) or []
+    api.Clear()
+    return [(b["x"], b["y"], b["x"] + b["w"], b["y"] + b["h"]) for _, b, _, _ in found]
+
+
 def _parts(module: Any, iterator: Any) -> tuple[tuple[Word, ...], tuple[Symbol, ...]]:
     if iterator is None:
         return (), ()
