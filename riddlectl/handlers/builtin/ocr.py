@@ -77,18 +77,14 @@ def _block(image: Image.Image) -> ocrpage.Piece:
 
 def _words(piece: ocrpage.Piece, shrink: float) -> list[dict[str, Any]]:
     """The piece's words with their boxes in the original image's pixels."""
-    scale, (left, top) = piece.reading.scale, piece.origin
-    return [
-        {
-            "text": text,
-            "confidence": round(confidence / 100, 2),
-            "box": [
-                round((edge / scale + (left if side % 2 == 0 else top)) / shrink)
-                for side, edge in enumerate(box)
-            ],
-        }
-        for text, confidence, box in _tokens(piece.reading.recognition)
-    ]
+    left, top = piece.origin
+    out = []
+    for text, confidence, box in _tokens(piece.reading.recognition):
+        x0, y0, x1, y1 = piece.reading.in_image(box)
+        edges = (x0 + left, y0 + top, x1 + left, y1 + top)
+        box_ = [round(edge / shrink) for edge in edges]
+        out.append({"text": text, "confidence": round(confidence / 100, 2), "box": box_})
+    return out
 
 
 def _tokens(recognition: ocrengine.Recognition) -> list[tuple[str, float, ocrengine.Box]]:

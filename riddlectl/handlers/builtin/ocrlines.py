@@ -18,12 +18,13 @@ most confident text.
 
 from __future__ import annotations
 
+import math
 import re
 import statistics
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from riddlectl.handlers.builtin.ocrengine import Recognition, Symbol, recognise
+from riddlectl.handlers.builtin.ocrengine import Box, Recognition, Symbol, recognise
 from riddlectl.handlers.builtin.ocrprep import PREPARATIONS, Preparation, prepare
 from riddlectl.handlers.builtin.textfacts import extract_facts
 
@@ -32,6 +33,9 @@ if TYPE_CHECKING:
 
 #: Letters whose capital differs from them only in size.
 SAME_SHAPE = frozenset("cosuvwxz")
+#: Turns (degrees) of the image read again when no two readings agree: the first recipe
+#: on the line turned back a little either way.
+TURNS = (2.0, -2.0)
 #: Small letters without ascenders or descenders: where lower case stops, in a line
 #: without digits.
 X_HEIGHT = frozenset("acemnorsuvwxzäöü")
@@ -46,6 +50,25 @@ class LineReading:
     facts: dict[str, Any]
     recognition: Recognition
     scale: float  # the prepared image's pixels per pixel of the original
+    angle: float = 0.0  # degrees the image was turned (counter-clockwise) before reading
+    size: tuple[int, int] = (0, 0)  # of the image read, before it was prepared
+
+    def in_image(self, box: Box) -> tuple[float, float, float, float]:
+        """A box of the recognition in the pixels of the image read: scaled back and,
+        for a turned reading, the bounds of its corners turned back."""
+        left, top, right, bottom = (edge / self.scale for edge in box)
+        if not self.angle:
+            return left, top, right, bottom
+        turn = math.radians(self.angle)
+        cos, sin = math.cos(turn), math.sin(turn)
+        middle_x, middle_y = self.size[0] / 2, self.size[1] / 2
+        corners = [
+            (middle_x + (x - middle_x) * cos - (y - middle_y) * sin,
+             middle_y + (x - middle_x) * sin + (y - middle_y) * cos)
+            for x in (left, right) for y in (top, bottom)
+        ]  # fmt: skip
+        xs, ys = [x for x, _ in corners], [y for _, y in corners]
+        return min(xs), min(ys), max(xs), max(ys)
 
     @property
     def assignment(self) -> tuple[str, ...]:
@@ -58,8 +81,10 @@ class LineReading:
 def read_line(image: Image.Image) -> tuple[LineReading, int, int]:
     """The line's reading, the number of recipes that agreed with it, and how many ran."""
     readings: list[LineReading] = []
-    for recipe in PREPARATIONS:
-        reading = _read(image, recipe)
+    attempts = [(recipe, 0.0) for recipe in PREPARATIONS]
+    attempts += [(PREPARATIONS[0], angle) for angle in TURNS]
+    for recipe, angle in attempts:
+        reading = _read(image, recipe, angle)
         readings.append(reading)
         agreeing = [r for r in readings if r.assignment and r.assignment == reading.assignment]
         if len(agreeing) >= 2:
@@ -69,12 +94,21 @@ def read_line(image: Image.Image) -> tuple[LineReading, int, int]:
     return best, sum(r.assignment == best.assignment for r in assigned) or 1, len(readings)
 
 
+def _turned(image: Image.Image, angle: float) -> Image.Image:
+    """The image turned about its middle, the corners filled with its commonest grey."""
+    from PIL import Image
+
+    histogram = image.histogram()
+    paper = max(range(256), key=histogram.__getitem__)
+    return image.rotate(angle, resample=Image.Resampling.BICUBIC, fillcolor=paper)
+
+
 def _best(readings: list[LineReading]) -> LineReading:
     return max(readings, key=lambda r: r.recognition.confidence)
 
 
-def _read(image: Image.Image, recipe: Preparation) -> LineReading:
-    prepared, scale = prepare(image, recipe)
+def _read(image: Image.Image, recipe: Preparation, angle: float) -> LineReading:
+    prepared, scale = prepare(_turned(image, angle) if angle else image, recipe)
     recognition = recognise(prepared, recipe.whitelist)
     symbols = _repair_name(list(recognition.symbols))
     text = _joined(symbols) if symbols else recognition.text
@@ -82,8 +116,9 @@ def _read(image: Image.Image, recipe: Preparation) -> LineReading:
         for variant in _spacings(_undoubled(candidate)):
             facts = extract_facts(variant).to_json()
             if facts.get("variables") or facts.get("formulas"):
-                return LineReading(variant, facts, recognition, scale)
-    return LineReading(text, extract_facts(text).to_json(), recognition, scale)
+                return LineReading(variant, facts, recognition, scale, angle, image.size)
+    facts = extract_facts(text).to_json()
+    return LineReading(text, facts, recognition, scale, angle, image.size)
 
 
 def _joined(symbols: list[Symbol], equals_at: int = -1) -> str:
