@@ -191,11 +191,14 @@ def _smaller_than_digits(first: Symbol, digits: list[Symbol]) -> bool:
 
 
 def _as_small_as(first: Symbol, small: list[Symbol]) -> bool:
-    """Lower case: its top no higher than the small letters' tops (by a quarter of their
-    height; a capital stands some 40 % higher)."""
+    """Lower case: its top not well above the small letters' tops (a capital stands some
+    40 % taller) and, but for `p` with its descender, about as tall as they are."""
     height = statistics.median(s.box[3] - s.box[1] for s in small)
-    top = _line_at(small, (first.box[0] + first.box[2]) / 2, 1)
-    return (top - first.box[1]) / height < 0.25
+    ratio = (first.box[3] - first.box[1]) / height
+    above = (_line_at(small, (first.box[0] + first.box[2]) / 2, 1) - first.box[1]) / height
+    if first.text.lower() == "p":
+        return above < 0.25
+    return ratio < 1.15 and above < 0.35
 
 
 def _line_at(letters: list[Symbol], x: float, edge: int) -> float:
