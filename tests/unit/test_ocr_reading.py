@@ -158,3 +158,34 @@ def test_nothing_to_check_against_accepts() -> None:
     assert points("[40, 50]", "Where does 'twenty' stand?") is None  # not read
     spec = ExtractSpec(type="extract", kind="coordinates")
     assert wordboxes.check_points(spec, "[1, 1]", "Where is '15'?", None) is None
+
+
+def gatekeeping(data_dir: Path, solution: str, question: str, kind: str, extraction: dict) -> dict:
+    from riddlectl.document.model import Riddle
+    from riddlectl.handlers.base import Job
+    from riddlectl.handlers.builtin.catalog import gatekeeper
+
+    doc = {
+        "id": "g1",
+        "riddle": {"question": question, "answer": {"type": "extract", "kind": kind}},
+        "solution": {"solution": solution},
+        "data": [{"type": "image", "file_plain": "note.webp"}],
+    }
+    job = Job(Riddle.model_validate(doc), "validate", data_dir, data_dir, extractions=[extraction])
+    return gatekeeper(job)
+
+
+def test_the_gatekeeper_uses_what_the_extractor_read(tmp_path: Path) -> None:
+    # A file the header reader cannot size: the extraction's size stands in for it.
+    (tmp_path / "note.webp").write_bytes(b"not really an image")
+    read = {**EXTRACTION, "text": "y=15", "image": {"width": 171, "height": 94}}
+    quoted = "Where does '15' stand?"
+    assert gatekeeping(tmp_path, "[120, 40]", quoted, "coordinates", read)["accept"] is True
+    off = gatekeeping(tmp_path, "[40, 50]", quoted, "coordinates", read)
+    assert off["accept"] is False and "is not on '15'" in off["review"]
+    outside = gatekeeping(tmp_path, "[171, 40]", "Where?", "coordinates", read)
+    assert outside["review"] == "point [171, 40] lies outside the 171x94 image (data item 1)"
+    # Text copied from the image: what the extractor read there.
+    assert gatekeeping(tmp_path, "y=15", "What does it say?", "text", read)["accept"] is True
+    made_up = gatekeeping(tmp_path, "y=16", "What does it say?", "text", read)
+    assert made_up["accept"] is False and "does not occur verbatim" in made_up["review"]
