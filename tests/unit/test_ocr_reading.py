@@ -189,3 +189,37 @@ def test_the_gatekeeper_uses_what_the_extractor_read(tmp_path: Path) -> None:
     assert gatekeeping(tmp_path, "y=15", "What does it say?", "text", read)["accept"] is True
     made_up = gatekeeping(tmp_path, "y=16", "What does it say?", "text", read)
     assert made_up["accept"] is False and "does not occur verbatim" in made_up["review"]
+
+
+def extract(data_dir: Path, image: object, timeout: float = 60.0) -> dict:
+    from riddlectl.document.model import Riddle
+    from riddlectl.handlers.base import Job
+    from riddlectl.handlers.builtin.ocr import OcrExtractor
+
+    image.save(data_dir / "note.png")  # type: ignore[attr-defined]
+    doc = {
+        "id": "o1",
+        "riddle": {"question": "y + 1 ="},
+        "data": [{"type": "image", "file_plain": "note.png"}],
+    }
+    job = Job(
+        Riddle.model_validate(doc), "extract", data_dir, data_dir, timeout, 0, data_dir / "note.png"
+    )
+    return OcrExtractor()(job)
+
+
+def test_an_image_of_noise_is_refused_without_asking_tesseract(tmp_path: Path) -> None:
+    import random
+
+    from PIL import Image
+
+    specks = random.Random(3).randbytes(1500 * 1500)
+    with pytest.raises(HandlerRefused, match=r"note\.png: the image is mostly noise"):
+        extract(tmp_path, Image.frombytes("L", (1500, 1500), specks))
+
+
+def test_reading_stops_within_its_share_of_the_handler_timeout(tmp_path: Path) -> None:
+    image, _ = render_line("y = 15")
+    assert extract(tmp_path, image)["variables"] == {"y": "15"}
+    with pytest.raises(HandlerRefused, match=r"note\.png: reading the image takes longer than"):
+        extract(tmp_path, image, timeout=0.001)

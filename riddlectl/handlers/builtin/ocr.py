@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import time
 from typing import TYPE_CHECKING, Any
 
 from riddlectl.errors import HandlerRefused
@@ -24,6 +25,10 @@ if TYPE_CHECKING:
 
 #: Part of the extraction cache key, with Tesseract's version and a digest of the code.
 OCR_VERSION = "1"
+#: The share of the handler timeout an image may take to read: reading stops then, and
+#: the riddle fails in its own words. Half, since the deadline is checked between steps
+#: and one step of Tesseract on a large speckled image can take some 20 s.
+TIME_SHARE = 0.5
 
 
 class OcrExtractor:
@@ -36,8 +41,21 @@ class OcrExtractor:
     def __call__(self, job: Job) -> dict[str, Any]:
         assert job.item_path is not None
         where = job.riddle.data[job.item_index or 0].file_plain
+        budget = job.timeout * TIME_SHARE
+        started = time.monotonic()
         image = imagefiles.open_image(job.item_path, where)
-        return read_image(image)
+        try:
+            with ocrengine.deadline(budget - (time.monotonic() - started)):
+                return read_image(image)
+        except ocrengine.TimeUp:
+            raise HandlerRefused(
+                f"{where}: reading the image takes longer than the {budget:g} s it may "
+                f"(the handler timeout is {job.timeout:g} s)"
+            ) from None
+        except ocrprep.TooNoisy:
+            raise HandlerRefused(
+                f"{where}: the image is mostly noise: no preparation of it looks like text"
+            ) from None
 
     def current_version(self) -> str:
         return ocr_version()
@@ -68,6 +86,8 @@ def _block(image: Image.Image) -> ocrpage.Piece:
     """The image read once as a block of lines: the last resort for what no line
     reading found an assignment in."""
     prepared, scale = prepare(image, PREPARATIONS[0])
+    if ocrprep.busy(prepared) > ocrprep.MAX_BUSY:
+        raise ocrprep.TooNoisy
     recognition = ocrengine.recognise(prepared, whitelist=False, single_line=False)
     facts = extract_facts(recognition.text).to_json()
     return ocrpage.Piece(

@@ -8,9 +8,14 @@ places. Starting an engine loads the models (some 100 ms), so each thread keeps 
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
+import math
 import os
 import threading
+import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -33,6 +38,8 @@ LANGUAGES = ("deu", "eng")
 WHITELIST = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZäöüÄÖÜß0123456789=.,:-+*/()% "
 
 Box = tuple[int, int, int, int]  # left, top, right, bottom (pixels)
+#: Largest side of the copy the layout analysis looks at.
+LAYOUT_SIDE = 1600
 
 
 @dataclass(frozen=True)
@@ -106,13 +113,43 @@ def _engine() -> Any:
     return api
 
 
+class TimeUp(Exception):
+    """The time given to reading an image (`deadline`) ran out."""
+
+
+_deadline: contextvars.ContextVar[float] = contextvars.ContextVar("deadline", default=math.inf)
+
+
+@contextlib.contextmanager
+def deadline(seconds: float) -> Iterator[None]:
+    """Recognitions within the block stop, raising `TimeUp`, `seconds` from now."""
+    token = _deadline.set(time.monotonic() + seconds)
+    try:
+        yield
+    finally:
+        _deadline.reset(token)
+
+
+def time_left() -> float:
+    """Seconds before the deadline; `TimeUp` when it has passed."""
+    left = _deadline.get() - time.monotonic()
+    if left <= 0:
+        raise TimeUp
+    return left
+
+
 def recognise(image: Image.Image, whitelist: bool, single_line: bool = True) -> Recognition:
-    """What Tesseract reads in `image`: one line (`single_line`) or a block of lines."""
+    """What Tesseract reads in `image`: one line (`single_line`) or a block of lines.
+    Tesseract stops at the deadline (`TimeUp`)."""
     module = tesserocr()
     api = _engine()
     api.SetPageSegMode(module.PSM.SINGLE_LINE if single_line else module.PSM.SINGLE_BLOCK)
     api.SetVariable("tessedit_char_whitelist", WHITELIST if whitelist else "")
     api.SetImage(image)
+    left = time_left()
+    if not api.Recognize(timeout=0 if math.isinf(left) else max(1, int(left * 1000))):
+        api.Clear()
+        raise TimeUp
     text = str(api.GetUTF8Text() or "").strip()
     confidence = float(api.MeanTextConf())
     words, symbols = _parts(module, api.GetIterator())
@@ -122,14 +159,30 @@ def recognise(image: Image.Image, whitelist: bool, single_line: bool = True) -> 
 
 def line_boxes(image: Image.Image) -> list[Box]:
     """The boxes of the text lines (or pieces of lines) Tesseract's layout analysis finds,
-    without recognising anything."""
+    without recognising anything. It cannot be stopped, so it looks at a copy at most
+    `LAYOUT_SIDE` px on a side (rows need no detail); the boxes are in `image`'s pixels."""
+    from PIL import Image
+
+    time_left()
     module = tesserocr()
     api = _engine()
+    factor = min(1.0, LAYOUT_SIDE / max(image.size))
+    if factor < 1.0:
+        size = (max(1, round(image.width * factor)), max(1, round(image.height * factor)))
+        image = image.resize(size, Image.Resampling.BOX)
     api.SetPageSegMode(module.PSM.AUTO)
     api.SetImage(image)
     found = api.GetComponentImages(module.RIL.TEXTLINE, True) or []
     api.Clear()
-    return [(b["x"], b["y"], b["x"] + b["w"], b["y"] + b["h"]) for _, b, _, _ in found]
+    return [
+        (
+            round(b["x"] / factor),
+            round(b["y"] / factor),
+            round((b["x"] + b["w"]) / factor),
+            round((b["y"] + b["h"]) / factor),
+        )
+        for _, b, _, _ in found
+    ]
 
 
 def _parts(module: Any, iterator: Any) -> tuple[tuple[Word, ...], tuple[Symbol, ...]]:

@@ -24,8 +24,15 @@ import statistics
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from riddlectl.handlers.builtin.ocrengine import Box, Recognition, Symbol, recognise
-from riddlectl.handlers.builtin.ocrprep import PREPARATIONS, Preparation, prepare
+from riddlectl.handlers.builtin.ocrengine import Box, Recognition, Symbol, recognise, time_left
+from riddlectl.handlers.builtin.ocrprep import (
+    MAX_BUSY,
+    PREPARATIONS,
+    Preparation,
+    TooNoisy,
+    busy,
+    prepare,
+)
 from riddlectl.handlers.builtin.textfacts import extract_facts
 
 if TYPE_CHECKING:
@@ -79,16 +86,22 @@ class LineReading:
 
 
 def read_line(image: Image.Image) -> tuple[LineReading, int, int]:
-    """The line's reading, the number of recipes that agreed with it, and how many ran."""
+    """The line's reading, the number of recipes that agreed with it, and how many ran;
+    `TooNoisy` when every preparation of it is mostly noise."""
     readings: list[LineReading] = []
     attempts = [(recipe, 0.0) for recipe in PREPARATIONS]
     attempts += [(PREPARATIONS[0], angle) for angle in TURNS]
     for recipe, angle in attempts:
+        time_left()  # each step is bounded; the deadline is checked between them
         reading = _read(image, recipe, angle)
+        if reading is None:
+            continue
         readings.append(reading)
         agreeing = [r for r in readings if r.assignment and r.assignment == reading.assignment]
         if len(agreeing) >= 2:
             return _best(agreeing), len(agreeing), len(readings)
+    if not readings:
+        raise TooNoisy
     assigned = [r for r in readings if r.assignment]
     best = _best(assigned or readings)
     return best, sum(r.assignment == best.assignment for r in assigned) or 1, len(readings)
@@ -107,8 +120,11 @@ def _best(readings: list[LineReading]) -> LineReading:
     return max(readings, key=lambda r: r.recognition.confidence)
 
 
-def _read(image: Image.Image, recipe: Preparation, angle: float) -> LineReading:
+def _read(image: Image.Image, recipe: Preparation, angle: float) -> LineReading | None:
+    """One reading of the line; None when this preparation of it is mostly noise."""
     prepared, scale = prepare(_turned(image, angle) if angle else image, recipe)
+    if busy(prepared) > MAX_BUSY:
+        return None
     recognition = recognise(prepared, recipe.whitelist)
     symbols = _repair_name(list(recognition.symbols))
     text = _joined(symbols) if symbols else recognition.text

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from riddlectl.handlers.builtin.ocrengine import Box, line_boxes
 from riddlectl.handlers.builtin.ocrlines import LineReading, read_line
+from riddlectl.handlers.builtin.ocrprep import MAX_BUSY, busy
 
 if TYPE_CHECKING:
     from PIL import Image
@@ -52,6 +53,8 @@ def read_rows(image: Image.Image) -> list[Piece]:
 
 
 def _rows(image: Image.Image) -> list[Box]:
+    if busy(image) > MAX_BUSY:
+        return []  # noise: Tesseract's layout analysis would take long to find nothing
     rows: list[Box] = []
     for box in sorted(line_boxes(image), key=lambda b: b[1]):
         if rows and box[1] < rows[-1][3] - (box[3] - box[1]) / 3:  # overlaps the row above

@@ -17,9 +17,9 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Preparation:
-    """One recipe: a 3x3 `median` first, then scale to `height` px when smaller, then a
-    `median_scaled` filter of that size (a thin minus sign survives it once scaled up),
-    then `otsu`."""
+    """One recipe: a 3x3 `median` first, then scale to `height` px when smaller, then, if
+    it was scaled, a `median_scaled` filter of that size (a thin minus sign survives it
+    once scaled up), then `otsu`."""
 
     name: str
     median: bool
@@ -35,8 +35,12 @@ PREPARATIONS = (
     Preparation("scaled-median-otsu", False, 150, 5, otsu=True, whitelist=True),
     Preparation("plain", False, 120, 0, otsu=False, whitelist=True),
 )
-#: Largest side an image is scaled up to, so that upscaling never makes a huge image.
-MAX_SIDE = 4000
+#: Largest side of an image read: a larger one is scaled down first, and a small one is
+#: never scaled up beyond it (Tesseract's time grows with the pixels, and a line of text
+#: this wide is still large).
+MAX_SIDE = 2000
+#: Above this `busy` share a preparation is taken for noise, not text.
+MAX_BUSY = 0.15
 
 
 def prepare(image: Image.Image, recipe: Preparation) -> tuple[Image.Image, float]:
@@ -53,12 +57,31 @@ def prepare(image: Image.Image, recipe: Preparation) -> tuple[Image.Image, float
             image = image.resize(size, Image.Resampling.BICUBIC)
         else:
             scale = 1.0
-    if recipe.median_scaled:
+    if recipe.median_scaled and scale > 1.0:
         image = image.filter(ImageFilter.MedianFilter(recipe.median_scaled))
     if recipe.otsu:
         threshold = otsu_threshold(image.histogram())
         image = image.point(lambda value: 255 if value > threshold else 0)
     return image, scale
+
+
+class TooNoisy(Exception):
+    """Every preparation of the image is mostly noise: nothing to give Tesseract."""
+
+
+def busy(image: Image.Image) -> float:
+    """The share of pixels whose right neighbour differs once the image is thresholded
+    (Otsu): some 0.01-0.04 for a line of text even under heavy noise, up to 0.085 for a
+    page of small bold print, 0.25-0.5 for an image of noise. Tesseract's time grows
+    with the specks it must sort, and it cannot be stopped while it does (a noise image
+    of 4 megapixels kept it busy for minutes), so a preparation over `MAX_BUSY` is not
+    read at all."""
+    from PIL import ImageChops
+
+    threshold = otsu_threshold(image.histogram())
+    binary = image.point(lambda value: 255 if value > threshold else 0)
+    changes = ImageChops.difference(binary, ImageChops.offset(binary, 1, 0))
+    return changes.histogram()[255] / (image.width * image.height)
 
 
 def otsu_threshold(histogram: list[int]) -> int:
