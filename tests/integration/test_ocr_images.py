@@ -69,7 +69,11 @@ def notes(cli: Cli) -> Path:
 
 
 def test_the_seed_riddle_reads_y_from_a_png(cli: Cli, notes: Path) -> None:
-    submit(cli, image_riddle("seed", "x * y =", ("text", "notes/x.txt"), ("image", "notes/y.png")))
+    done = cli(
+        "submit", "--id", "seed", "--question", "x * y =",
+        "--data", "notes/x.txt", "--data", "notes/y.png",
+    )  # fmt: skip
+    assert done.code == 0, done.err
     run = cli("run", "--once")
     assert run.code == 0, run.err
     assert cli("result", "seed").out == "150\n"

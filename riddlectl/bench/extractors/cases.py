@@ -1,4 +1,4 @@
-"""A generated case: a data file and what an extractor should read in it."""
+"""One generated test case for an extractor: a data file and what it must be read as."""
 
 from __future__ import annotations
 

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import sys
 import time
 from typing import TYPE_CHECKING, Any
 
 from riddlectl.errors import HandlerRefused
-from riddlectl.handlers.base import Job, file_digest
+from riddlectl.handlers.base import Job, code_version
 from riddlectl.handlers.builtin import imagefiles, ocrengine, ocrlines, ocrpage, ocrprep
 from riddlectl.handlers.builtin.ocrprep import PREPARATIONS, prepare
 from riddlectl.handlers.builtin.textfacts import extract_facts
@@ -149,19 +150,30 @@ def _within(image: Image.Image) -> tuple[Image.Image, float]:
     return image.resize(size, Image.Resampling.BOX), factor
 
 
+#: The handler, as the registry names it.
+ocr_extractor = OcrExtractor()
+
+
 @functools.cache
 def ocr_version() -> str:
-    """The extractor's version, Tesseract's and its languages, and a digest of the code
-    that reads images; the OCR engine's version is read only when an image is extracted."""
-    from riddlectl.handlers.builtin import numberphrases, numberwords, textfacts
-
-    ocr_modules = (imagefiles, ocrengine, ocrlines, ocrpage, ocrprep)
-    modules = (*ocr_modules, textfacts, numberwords, numberphrases)
-    digests = [file_digest(m.__file__ or "") or "-" for m in modules]
-    digests.append(file_digest(__file__) or "-")
-    code = hashlib.sha256("\0".join(digests).encode()).hexdigest()[:8]
+    """The extractor's version and a digest of the code that reads images and of
+    Tesseract's version and languages (`1.5d1e07a2`); the engine's version is read only
+    when an image is extracted."""
     try:
         engine = ocrengine.version()
     except HandlerRefused:
         engine = "missing"
-    return f"{OCR_VERSION}.{engine}.{code}"
+    digest = hashlib.sha256(f"{ocr_code_version()}\0{engine}".encode()).hexdigest()[:8]
+    return f"{OCR_VERSION}.{digest}"
+
+
+@functools.cache
+def ocr_code_version() -> str:
+    """The extractor's version and a digest of the code that reads images, without
+    loading Tesseract (the registry asks for it when an agent starts); the handler's
+    `current_version` adds Tesseract's own when an image is extracted."""
+    from riddlectl.handlers.builtin import numberphrases, numberwords, textfacts
+
+    this = sys.modules[__name__]
+    ocr_modules = (this, imagefiles, ocrengine, ocrlines, ocrpage, ocrprep)
+    return code_version(OCR_VERSION, (*ocr_modules, textfacts, numberwords, numberphrases))
