@@ -17,7 +17,7 @@ from riddlectl.errors import ConfigError, SpoolUnusable
 
 DEFAULT_HANDLERS: dict[str, tuple[str, ...]] = {
     # The built-in extractors, one per family of data types (handlers.registry's table).
-    "extract": ("text", "table"),
+    "extract": ("text", "table", "ocr"),
     "solve": ("calculator",),
     "validate": ("gatekeeper",),
 }

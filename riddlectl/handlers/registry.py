@@ -1,8 +1,8 @@
 """Handlers by name: what a stage's handler names resolve to (see `base` for what a
 handler is).
 
-Names: a built-in (`text`, `table`, `calculator`, `gatekeeper`), an entry point in the group
-`riddlectl.handlers`, `module:attr`, or `cmd:COMMAND` for an external command.
+Names: a built-in (`text`, `table`, `ocr`, `calculator`, `gatekeeper`), an entry point in
+the group `riddlectl.handlers`, `module:attr`, or `cmd:COMMAND` for an external command.
 
 A handler's identity (`NamedHandler.identity`) keys the extraction cache, so that changing
 what a handler runs extracts files again: a built-in's version (for the extractors, with a
@@ -32,8 +32,7 @@ ENTRY_POINT_GROUP = "riddlectl.handlers"
 #: function run, without the extractor's extra (the agent loads every default extractor
 #: as it starts); the handler says which extra is missing when an item needs it.
 #: An extractor of another data type is one more line here;
-#: its name goes into `settings.DEFAULT_HANDLERS["extract"]` (a test checks they agree):
-#:     "ocr": ("riddlectl.handlers.builtin.ocr:ocr_extractor", ("image",), "...ocr:version"),
+#: its name goes into `settings.DEFAULT_HANDLERS["extract"]` (a test checks they agree).
 BUILTIN_EXTRACTORS: dict[str, tuple[str, tuple[str, ...], str]] = {
     "text": (
         "riddlectl.handlers.builtin.catalog:text_extractor",
@@ -44,6 +43,11 @@ BUILTIN_EXTRACTORS: dict[str, tuple[str, tuple[str, ...], str]] = {
         "riddlectl.handlers.builtin.tables:table_extractor",
         ("csv", "json"),
         "riddlectl.handlers.builtin.tables:table_version",
+    ),
+    "ocr": (
+        "riddlectl.handlers.builtin.ocr:ocr_extractor",
+        ("image",),
+        "riddlectl.handlers.builtin.ocr:ocr_code_version",
     ),
 }
 #: The other stages' built-ins: name -> the handler as module:function.

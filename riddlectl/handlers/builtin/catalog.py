@@ -18,7 +18,7 @@ from riddlectl.document.numbers import format_number, parse_number
 from riddlectl.errors import HandlerRefused, InvalidData
 from riddlectl.handlers.base import Job, code_version
 from riddlectl.handlers.builtin import calculator as calc
-from riddlectl.handlers.builtin import numberphrases, numberwords, recheck, textfacts
+from riddlectl.handlers.builtin import numberphrases, numberwords, recheck, textfacts, wordboxes
 from riddlectl.handlers.builtin.questions import CalcError
 from riddlectl.handlers.builtin.textfacts import MAX_TEXT_BYTES, extract_facts
 
@@ -259,14 +259,26 @@ def gatekeeper(job: Job) -> dict[str, Any]:
 
 
 def _check_form(job: Job, spec: answers.AnswerSpec) -> str | None:
-    """The typed answer's check, given the data it needs: texts or image sizes."""
+    """The typed answer's check, given the data it needs: texts, image sizes, and the
+    boxes of the words read in an image."""
     kind = spec.kind if isinstance(spec, answers.ExtractSpec) else None
     texts = _data_texts(job) if kind == "text" else []
     sizes: list[tuple[int, int] | None] = (
         _image_sizes(job) if kind == "coordinates" else [None] * len(job.riddle.data)
     )
     assert job.riddle.solution is not None
-    return answers.check_answer(spec, job.riddle.solution.solution, texts, sizes)
+    solution = job.riddle.solution.solution
+    problem = answers.check_answer(spec, solution, texts, sizes)
+    if problem is None and isinstance(spec, answers.ExtractSpec) and kind == "coordinates":
+        extraction = _extraction(job, spec.image - 1)
+        problem = wordboxes.check_points(
+            spec, solution.strip(), job.riddle.riddle.question, extraction
+        )
+    return problem
+
+
+def _extraction(job: Job, index: int) -> dict[str, Any] | None:
+    return job.extractions[index] if 0 <= index < len(job.extractions) else None
 
 
 def _check_value(job: Job, given: str) -> dict[str, Any]:
@@ -306,11 +318,15 @@ def _same(given: str, want: str) -> bool:
 
 
 def _data_texts(job: Job) -> list[str]:
-    """The text of each text data item, read bounded (empty where not readable text)."""
+    """The text of each text data item, read bounded, and of each image the text its
+    extraction read in it (empty where there is none)."""
     texts = []
-    for item in job.riddle.data:
+    for index, item in enumerate(job.riddle.data):
         text = ""
-        if item.type in datafiles.TEXT_TYPES:
+        if item.type == "image":  # the text read in it, when an extractor kept it
+            read = (_extraction(job, index) or {}).get("text")
+            text = read if isinstance(read, str) else ""
+        elif item.type in datafiles.TEXT_TYPES:
             try:
                 path = datafiles.resolve(job.data_dir, item.file_plain)
                 text = datafiles.read(path, item.type, MAX_TEXT_BYTES).decode("utf-8")
@@ -325,13 +341,14 @@ _HEADER_ERRORS = (InvalidData, OSError, ValueError, IndexError, TypeError, struc
 
 
 def _image_sizes(job: Job) -> list[tuple[int, int] | None]:
-    """(width, height) of each image item, read from its header; None where unknown.
+    """(width, height) of each image item, read from its header (or, for a format the
+    header reader does not know, from its extraction); None where unknown.
 
     Paths go through the data directory's checks (`datafiles.resolve`): no absolute
     paths, no `..`, no links leading out, regular files only.
     """
     sizes: list[tuple[int, int] | None] = []
-    for item in job.riddle.data:
+    for index, item in enumerate(job.riddle.data):
         size = None
         if item.type == "image":
             try:
@@ -339,5 +356,17 @@ def _image_sizes(job: Job) -> list[tuple[int, int] | None]:
                 size = (width, height) if width > 0 and height > 0 else None
             except _HEADER_ERRORS:
                 size = None
+            size = size or _extracted_size(_extraction(job, index))
         sizes.append(size)
     return sizes
+
+
+def _extracted_size(extraction: dict[str, Any] | None) -> tuple[int, int] | None:
+    """The size an image extractor measured (`image.width`, `image.height`), if any."""
+    image = (extraction or {}).get("image")
+    if not isinstance(image, dict):
+        return None
+    width, height = image.get("width"), image.get("height")
+    if type(width) is int and type(height) is int and width > 0 and height > 0:
+        return width, height
+    return None
