@@ -16,7 +16,7 @@ from riddlectl.document.codec import MAX_DOCUMENT_BYTES, MIN_DOCUMENT_BYTES, Lim
 from riddlectl.errors import ConfigError, SpoolUnusable
 
 DEFAULT_HANDLERS: dict[str, tuple[str, ...]] = {
-    "extract": ("text",),
+    "extract": ("text", "speech"),
     "solve": ("calculator",),
     "validate": ("gatekeeper",),
 }

@@ -1,12 +1,13 @@
 """Handlers by name: what a stage's handler names resolve to (see `base` for what a
 handler is).
 
-Names: a built-in (`text`, `calculator`, `gatekeeper`), an entry point in the group
+Names: a built-in (`text`, `speech`, `calculator`, `gatekeeper`), an entry point in the group
 `riddlectl.handlers`, `module:attr`, or `cmd:COMMAND` for an external command.
 
 A handler's identity (`NamedHandler.identity`) keys the extraction cache, so that changing
 what a handler runs extracts files again: a built-in's version (for `text`, with a digest
-of the modules doing the work); a Python callable's
+of the modules doing the work; for `speech`, with the names its grammar listens for,
+since those come from the riddle); a Python callable's
 `version` attribute, or else the SHA-256 of its module's file; for a command, its command
 line and the content of the files it runs (see `handlers.command`).
 """
@@ -29,10 +30,12 @@ ENTRY_POINT_GROUP = "riddlectl.handlers"
 
 def _builtins() -> dict[str, dict[str, NamedHandler]]:
     from riddlectl.handlers.builtin import catalog as b
+    from riddlectl.handlers.builtin import speech
 
     return {
         "extract": {
-            "text": NamedHandler("text", b.text_extractor, frozenset({"text"}), _text_version())
+            "text": NamedHandler("text", b.text_extractor, frozenset({"text"}), _text_version()),
+            "speech": NamedHandler("speech", speech.speech_extractor, frozenset({"audio"})),
         },
         "solve": {"calculator": NamedHandler("calculator", b.calculator)},
         "validate": {"gatekeeper": NamedHandler("gatekeeper", b.gatekeeper)},

@@ -1,0 +1,1 @@
+"""Generated data for the extractors, with its truth (see `cases`)."""
