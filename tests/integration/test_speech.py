@@ -7,6 +7,8 @@ from __future__ import annotations
 import os
 import shutil
 import struct
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -182,3 +184,39 @@ def test_broken_recordings_fail_their_riddles_only(cli: Cli) -> None:
         queue, doc = final(cli, riddle_id)
         assert queue == "failed"
         assert reason in doc["error"], doc["error"]
+
+
+def test_one_recording_is_heard_per_set_of_variables(cli: Cli) -> None:
+    # The grammar comes from the question, so riddles naming other variables must not
+    # share an extraction; riddles naming the same ones do.
+    synthesise("z equals twenty", cli.data / "z.wav", "en-us")
+    other = seed_riddle("other", "z.wav")
+    other["riddle"] = {"question": "x * y + w ="}
+    submit(cli, seed_riddle("first", "z.wav"), seed_riddle("again", "z.wav"), other)
+    cli("run", "--once")
+    extracted = {rid: final(cli, rid)[1]["data"][2]["file_extracted"] for rid in ("first", "again")}
+    assert extracted["first"] == extracted["again"]
+    _, doc = final(cli, "other")
+    assert doc["data"][2]["file_extracted"] != extracted["first"]
+    extraction = orjson.loads((cli.spool / doc["data"][2]["file_extracted"]).read_bytes())
+    assert extraction["listened_for"] == ["w", "x", "y"]
+    assert extraction["variables"].keys() <= {"w", "x", "y"}
+
+
+def test_without_the_extra_the_riddle_fails_naming_it(tmp_path: Path) -> None:
+    synthesise("x equals twenty", tmp_path / "x.wav", "en-us")
+    script = (
+        "import sys; sys.modules['pocketsphinx'] = None\n"  # as if it were not installed
+        "from pathlib import Path\n"
+        "from tests.integration.test_speech import extract\n"
+        f"extract(Path({str(tmp_path / 'x.wav')!r}), 'x =')\n"
+    )
+    root = Path(__file__).parents[2]
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, cwd=root, check=False
+    )
+    last = done.stderr.strip().splitlines()[-1]
+    assert last == (
+        "riddlectl.errors.HandlerRefused: x.wav: audio needs pocketsphinx: "
+        "pip install 'riddlectl[audio]'"
+    )
