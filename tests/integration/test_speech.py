@@ -220,3 +220,19 @@ def test_without_the_extra_the_riddle_fails_naming_it(tmp_path: Path) -> None:
         "riddlectl.errors.HandlerRefused: x.wav: audio needs pocketsphinx: "
         "pip install 'riddlectl[audio]'"
     )
+
+
+@pytest.mark.parametrize(
+    ("said", "question", "variables"),
+    [
+        ("speed equals forty", "speed * 2 =", {"speed": "40"}),  # a word the model knows
+        ("X is minus two point five", "X + 1 =", {"X": "-2.5"}),  # capitals come back
+        ("let n be seven", "n * 2 =", {"n": "7"}),
+        ("w equals twelve", "w + v =", {"w": "12"}),  # "double u"
+    ],
+)
+def test_names_and_numbers_as_said(
+    tmp_path: Path, said: str, question: str, variables: dict[str, str]
+) -> None:
+    synthesise(said, tmp_path / "said.wav", "en-us")
+    assert extract(tmp_path / "said.wav", question)["variables"] == variables

@@ -20,7 +20,7 @@ import tempfile
 import threading
 from collections import Counter, OrderedDict
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from importlib.metadata import version
 
 import numpy as np
@@ -123,7 +123,7 @@ def _decoders() -> dict[str, pocketsphinx.Decoder]:
     with tempfile.TemporaryDirectory(prefix="riddlectl-speech-") as scratch:
         small = os.path.join(scratch, "words.dict")
         with open(small, "w", encoding="utf-8") as handle:
-            handle.writelines(_entries(FIXED_WORDS | set(LETTERS)))
+            handle.writelines(_entries(FIXED_WORDS | frozenset(LETTERS)))
         return {
             warp: pocketsphinx.Decoder(
                 hmm=os.path.join(model, "en-us"),
@@ -142,7 +142,9 @@ def known_words(words: set[str]) -> set[str]:
     """Those of ``words`` (lower-case) that the recogniser can hear: the grammar's own,
     and those of the model's dictionary, which are added to the decoder's."""
     base = {w for w in words if w in FIXED_WORDS or w in LETTERS}
-    entries = _entries(words - base)
+    if base == words:
+        return base
+    entries = _entries(frozenset(words - base))
     with _lock:
         for decoder in _decoders().values():
             for line in entries:
@@ -152,7 +154,8 @@ def known_words(words: set[str]) -> set[str]:
     return base | {line.split(" ", 1)[0].split("(")[0] for line in entries}
 
 
-def _entries(words: set[str] | frozenset[str]) -> list[str]:
+@lru_cache(maxsize=256)
+def _entries(words: frozenset[str]) -> list[str]:
     """The lines of the model's dictionary for ``words`` (alternatives included)."""
     wanted = {w.lower() for w in words}
     path = os.path.join(pocketsphinx.get_model_path(), "en-us", "cmudict-en-us.dict")

@@ -61,13 +61,16 @@ def read_wav(path: str, max_seconds: float) -> tuple[WavFormat, np.ndarray]:
             raise AudioError(
                 f"audio is {_duration(fmt.seconds)} long, over the {max_seconds:g} s limit"
             )
+        present = max(size - fmt.data_offset, 0)
+        if present < fmt.data_bytes:  # known before reading: no buffer for what is absent
+            raise AudioError(
+                f"truncated WAV file: its header announces {fmt.data_bytes} bytes of samples, "
+                f"the file has {present}"
+            )
         handle.seek(fmt.data_offset)
         data = handle.read(fmt.data_bytes)
-    if len(data) < fmt.data_bytes:
-        raise AudioError(
-            f"truncated WAV file: its header announces {fmt.data_bytes} bytes of samples, "
-            f"the file has {len(data)}"
-        )
+    if len(data) < fmt.data_bytes:  # the file shrank while being read
+        raise AudioError(f"truncated WAV file: {len(data)} of {fmt.data_bytes} bytes read")
     return fmt, _mono(_samples(data, fmt), fmt.channels)
 
 
