@@ -1,9 +1,9 @@
 """PocketSphinx, offline, with the US English model its PyPI wheel ships.
 
-One decoder per process, loaded on first use (about 0.3 s) and shared behind a lock;
-grammars are added once each and switched to per recording.  The settings were chosen
-by measuring on generated speech (see docs/data-types.md#audio): wide beams; batch
-cepstral mean normalisation, since a recording is decoded whole; and the samples
+Two decoders per process (see `WARPS`), loaded on first use (about 0.5 s) and shared
+behind a lock; grammars are added once each and switched to per recording.  The
+settings were chosen by measuring on generated speech (see docs/data-types.md#audio):
+wide beams; batch cepstral mean normalisation, since a recording is decoded whole; and the samples
 peak-normalised with a little seeded noise added, because the digital silence of
 synthetic speech throws the normalisation off.  The noise is seeded, so the same
 recording is always heard alike.
