@@ -1,3 +1,7 @@
+"""One generated test case for an extractor: a data file and what it must be read as."""
+
+from __future__ import annotations
+
 from dataclasses import dataclass
 
 

@@ -114,12 +114,13 @@ def normalise(heard: str, names: dict[str, str]) -> str:
 
 @cache
 def version_of_code() -> str:
-    """``SPEECH_VERSION.pocketsphinx-X.Y.Z.<digest of the modules that hear>``."""
+    """``SPEECH_VERSION.<digest>``: the digest of the PocketSphinx version installed and
+    of the modules that read and hear, so that either changing extracts again."""
     try:
-        engine = f"pocketsphinx-{version('pocketsphinx')}"
+        engine = version("pocketsphinx")
     except PackageNotFoundError:
-        engine = "no-pocketsphinx"
+        engine = "none"
     here = Path(__file__).parent
     digests = [file_digest(str(here / f"{module}.py")) or "-" for module in _MODULES]
-    code = hashlib.sha256("\0".join(digests).encode()).hexdigest()[:8]
-    return f"{SPEECH_VERSION}.{engine}.{code}"
+    code = hashlib.sha256("\0".join([engine, *digests]).encode()).hexdigest()[:8]
+    return f"{SPEECH_VERSION}.{code}"
