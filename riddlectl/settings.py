@@ -17,7 +17,7 @@ from riddlectl.errors import ConfigError, SpoolUnusable
 
 DEFAULT_HANDLERS: dict[str, tuple[str, ...]] = {
     # The built-in extractors, one per family of data types (handlers.registry's table).
-    "extract": ("text", "table", "ocr"),
+    "extract": ("text", "table", "ocr", "speech"),
     "solve": ("calculator",),
     "validate": ("gatekeeper",),
 }

@@ -56,10 +56,16 @@ class NamedHandler:
     def __call__(self, job: Job) -> dict[str, Any] | None:
         return self.fn(job)
 
-    def identity(self) -> str:
-        """The version the extraction cache is keyed by: what this handler runs now."""
+    def identity(self, riddle: Riddle | None = None) -> str:
+        """The version the extraction cache is keyed by: what this handler runs now, and
+        (for a handler with a `riddle_version(riddle)` method, whose extraction depends on
+        the riddle as well as the file) what of `riddle` it depends on."""
         current = getattr(self.fn, "current_version", None)
-        return str(current()) if callable(current) else self.version
+        found = str(current()) if callable(current) else self.version
+        for_riddle = getattr(self.fn, "riddle_version", None)
+        if riddle is not None and callable(for_riddle):
+            found = f"{found}+{for_riddle(riddle)}"
+        return found
 
 
 SETTLED = 1.0  # seconds a file must be unchanged before its digest is remembered

@@ -1,12 +1,14 @@
 """Handlers by name: what a stage's handler names resolve to (see `base` for what a
 handler is).
 
-Names: a built-in (`text`, `table`, `ocr`, `calculator`, `gatekeeper`), an entry point in
-the group `riddlectl.handlers`, `module:attr`, or `cmd:COMMAND` for an external command.
+Names: a built-in (`text`, `table`, `ocr`, `speech`, `calculator`, `gatekeeper`), an entry
+point in the group `riddlectl.handlers`, `module:attr`, or `cmd:COMMAND` for an external
+command.
 
 A handler's identity (`NamedHandler.identity`) keys the extraction cache, so that changing
 what a handler runs extracts files again: a built-in's version (for the extractors, with a
-digest of the modules doing the work); a Python callable's
+digest of the modules doing the work; for `speech`, with the names its grammar listens
+for, since those come from the riddle); a Python callable's
 `version` attribute, or else the SHA-256 of its module's file; for a command, its command
 line and the content of the files it runs (see `handlers.command`).
 """
@@ -48,6 +50,12 @@ BUILTIN_EXTRACTORS: dict[str, tuple[str, tuple[str, ...], str]] = {
         "riddlectl.handlers.builtin.ocr:ocr_extractor",
         ("image",),
         "riddlectl.handlers.builtin.ocr:ocr_code_version",
+    ),
+    # Its cache key also holds the riddle's variables (`SpeechExtractor.riddle_version`).
+    "speech": (
+        "riddlectl.handlers.builtin.speech:speech_extractor",
+        ("audio",),
+        "riddlectl.handlers.builtin.speech:version_of_code",
     ),
 }
 #: The other stages' built-ins: name -> the handler as module:function.

@@ -121,7 +121,7 @@ def _extract_item(riddle: Riddle, index: int, item: DataItem, ctx: StageContext)
             content = datafiles.read(path, item.type, ctx.max_data_bytes, where, field_name)
         return content
 
-    version = handler.identity()  # a changed extractor extracts again
+    version = handler.identity(riddle)  # a changed extractor extracts again
     key = ctx.store.file_key(info, handler.name, version)
     if key is None:
         key = ctx.store.key(read(), handler.name, version)
