@@ -108,16 +108,14 @@ def _read_bounded(who: str, response: httpx.Response, deadline: float, timeout: 
     declared = response.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > MAX_REPLY_BYTES:
         raise HandlerFailed(f"{who} replied with {declared} bytes, over {MAX_REPLY_BYTES}")
-    chunks: list[bytes] = []
-    size = 0
+    data = bytearray()
     for chunk in response.iter_bytes():
-        size += len(chunk)
-        if size > MAX_REPLY_BYTES:
+        if len(data) + len(chunk) > MAX_REPLY_BYTES:
             raise HandlerFailed(f"{who} replied with over {MAX_REPLY_BYTES} bytes")
         if time.monotonic() > deadline:
             raise HandlerTimeout(f"{who} timed out after {timeout:g} s")
-        chunks.append(chunk)
-    return b"".join(chunks)
+        data += chunk
+    return bytes(data)
 
 
 def check_status(who: str, reply: Reply, secrets: Iterable[str] = ()) -> None:
