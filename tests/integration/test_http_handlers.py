@@ -151,8 +151,14 @@ TOKEN = "tok-3f9a1c-very-secret"
 def run(cli: Cli, url: str, *extra: str) -> str:
     riddle_id = cli("submit", str(write_json(Path("r.json"), example_doc()))).out.strip()
     done = cli(
-        "run", "--once", "--quiet", "--handler", f"solve=http:{url}", *extra,
-        env={"MY_TOKEN": TOKEN}, timeout=60,
+        "run",
+        "--once",
+        "--quiet",
+        "--handler",
+        f"solve=http:{url}",
+        *extra,
+        env={"MY_TOKEN": TOKEN},
+        timeout=60,
     )
     assert TOKEN not in done.out + done.err
     return riddle_id
@@ -172,15 +178,11 @@ def no_token_anywhere(spool: Path) -> None:
 
 @pytest.fixture
 def with_token(cli: Cli) -> Cli:
-    (cli.spool / "config.toml").write_text(
-        '[http_headers]\nAuthorization = "Bearer ${MY_TOKEN}"\n'
-    )
+    (cli.spool / "config.toml").write_text('[http_headers]\nAuthorization = "Bearer ${MY_TOKEN}"\n')
     return cli
 
 
-def test_run_solves_with_an_endpoint_sending_the_token(
-    with_token: Cli, endpoint: Endpoint
-) -> None:
+def test_run_solves_with_an_endpoint_sending_the_token(with_token: Cli, endpoint: Endpoint) -> None:
     riddle_id = run(with_token, endpoint.route("/solve", Scripted(200, ANSWER)))
     doc = shown(with_token, riddle_id)
     assert doc["solution"]["solution"] == "150"  # type: ignore[index]
@@ -197,9 +199,7 @@ def test_run_fails_a_refused_riddle_at_once(with_token: Cli, endpoint: Endpoint)
 
 
 def test_run_waits_out_retry_after_then_solves(with_token: Cli, endpoint: Endpoint) -> None:
-    url = endpoint.route(
-        "/busy", Scripted(429, b"", {"Retry-After": "2"}), Scripted(200, ANSWER)
-    )
+    url = endpoint.route("/busy", Scripted(429, b"", {"Retry-After": "2"}), Scripted(200, ANSWER))
     riddle_id = run(with_token, url)
     doc = shown(with_token, riddle_id)
     solves = [e for e in doc["history"] if e["stage"] == "solve"]  # type: ignore[union-attr]

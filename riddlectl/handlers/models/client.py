@@ -110,7 +110,7 @@ def calls_made(riddle: Riddle) -> int:
     total = 0
     for entry in riddle.history:
         usage = entry.get("usage")
-        for name, cost in (usage.items() if isinstance(usage, dict) else []):
+        for name, cost in usage.items() if isinstance(usage, dict) else []:
             if str(name).startswith("openai:") and isinstance(cost, dict):
                 calls = cost.get("calls")
                 total += calls if isinstance(calls, int) else 0

@@ -84,9 +84,7 @@ def solver_schema(spec: Spec | None, may_split: int) -> dict[str, Any]:
 
 def validator_schema() -> dict[str, Any]:
     """The validator's reply: the review first, then the verdict it leads to."""
-    return _object(
-        review={"type": "string", "maxLength": MAX_REVIEW}, accept={"type": "boolean"}
-    )
+    return _object(review={"type": "string", "maxLength": MAX_REVIEW}, accept={"type": "boolean"})
 
 
 def _object(**properties: dict[str, Any]) -> dict[str, Any]:
