@@ -13,6 +13,7 @@ into an error tried again.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from riddlectl.document.answers import (
@@ -27,6 +28,7 @@ from riddlectl.document.numbers import parse_number
 
 Spec = FillSpec | NoulSpec | ChoiceSpec | ScoreSpec | ExtractSpec
 NUMBER_PATTERN = "^-?[0-9]+([.][0-9]+)?(/[0-9]+)?$"
+_NUMBER = re.compile(NUMBER_PATTERN.strip("^$"))
 MAX_TEXT = 2000  # characters of a free-text answer
 MAX_EXPLANATION = 240
 MAX_REVIEW = 240
@@ -151,7 +153,9 @@ def _number(value: Any) -> str:
     if isinstance(value, bool) or not isinstance(value, str | int | float):
         raise ValueError(f"{value!r} is not a number")
     text = str(value).strip()
-    parse_number(text)  # raises ValueError
+    if not _NUMBER.fullmatch(text):
+        raise ValueError(f"{text!r} is not a number")
+    parse_number(text)  # raises ValueError (a zero denominator)
     return text
 
 
