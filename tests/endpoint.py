@@ -137,3 +137,66 @@ def completion(content: Any, model: str = "scripted", finish: str = "stop") -> d
         ],
         "usage": {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18},
     }
+
+
+class Proxy:
+    """A logging proxy in front of a real server: every POST is forwarded unchanged and
+    recorded, so that a test can read what the server was asked (a prompt, a schema)."""
+
+    def __init__(self, target: str) -> None:
+        self.target = target.rstrip("/")
+        self.requests: list[Request] = []
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), _proxy_handler_for(self))
+        self.server.daemon_threads = True
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def prompts(self) -> list[str]:
+        """The last message of each chat-completions request, in order."""
+        return [r.json()["messages"][-1]["content"] for r in self.requests]
+
+
+def _proxy_handler_for(proxy: Proxy) -> type[BaseHTTPRequestHandler]:
+    import httpx
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+        def do_POST(self) -> None:
+            body = self.rfile.read(int(self.headers.get("content-length") or 0))
+            headers = {k.lower(): v for k, v in self.headers.items()}
+            proxy.requests.append(Request(self.path, headers, body))
+            try:
+                answer = httpx.post(
+                    proxy.target + self.path,
+                    content=body,
+                    headers={"content-type": "application/json"},
+                    timeout=600,
+                )
+                status, payload = answer.status_code, answer.content
+            except httpx.HTTPError as exc:
+                status, payload = 502, str(exc).encode()
+            self.send_response(status)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+    return Handler
+
+
+@contextmanager
+def proxying(target: str) -> Iterator[Proxy]:
+    proxy = Proxy(target)
+    thread = threading.Thread(target=proxy.server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield proxy
+    finally:
+        proxy.server.shutdown()
+        proxy.server.server_close()

@@ -25,13 +25,13 @@ CASES: list[tuple[dict[str, Any] | None, Any, list[Any]]] = [
     ({"type": "fill", "kind": "int"}, 42, ["42", 4.2, True]),
     ({"type": "fill", "kind": "text"}, "hello", ["", 5]),
     ({"type": "fill", "kind": "json_list"}, ["a", "b"], ["a,b"]),
-    ({"type": "noul"}, 0.75, [1.5, -0.1, "maybe"]),
+    ({"type": "noul"}, "0.75", ["1.5", "-0.1", "maybe"]),
     ({"type": "choice", "criteria": {"a": "yes", "b": "no"}}, "b", ["c", True]),
     ({"type": "score", "criteria": [1, 2, 3]}, "2", ["4", [2]]),
     ({"type": "extract", "kind": "text"}, "the mat", ["", ["the mat"]]),
     ({"type": "extract", "kind": "text", "many": True}, ["cat", "mat"], [[], "cat", [1]]),
-    ({"type": "extract", "kind": "coordinates"}, [3, 4], [[3], [-1, 2], "3,4"]),
-    ({"type": "extract", "kind": "coordinates", "many": True}, [[1, 2], [3, 4]], [[1, 2], []]),
+    ({"type": "extract", "kind": "coordinates"}, ["3", "4.5"], [[3], [-1, 2], ["-1", "2"]]),
+    ({"type": "extract", "kind": "coordinates", "many": True}, [["1", "2"]], [["1", "2"], []]),
 ]
 
 
@@ -59,7 +59,13 @@ def test_a_value_that_does_not_fit_is_refused(
 
 def test_patterns_use_no_backslash_escapes() -> None:
     # Some servers' schema-to-grammar converters fail on `\.` (and then crash).
-    assert "\\" not in schema.NUMBER_PATTERN
+    for pattern in (schema.NUMBER_PATTERN, schema.PROBABILITY_PATTERN):
+        assert "\\" not in pattern
+
+
+def test_coordinates_asked_as_digits_are_written_as_numbers() -> None:
+    spec = schema.spec_of({"type": "extract", "kind": "coordinates", "many": True})
+    assert schema.solution_of(spec, [["3", "4.5"], [1, 2]]) == "[[3, 4.5], [1, 2]]"
 
 
 def test_splitting_is_offered_only_when_allowed() -> None:

@@ -32,8 +32,12 @@ _NUMBER = re.compile(NUMBER_PATTERN.strip("^$"))
 MAX_TEXT = 2000  # characters of a free-text answer
 MAX_EXPLANATION = 240
 MAX_REVIEW = 240
-_COORDINATE = {"type": "number", "minimum": 0}
+# Bounds on numbers (`minimum`) are not enforced by every grammar converter; patterns are.
+# So a coordinate (never negative) and a probability (0 to 1) are asked for as digits.
+_COORDINATE = {"type": "string", "pattern": "^[0-9]+([.][0-9]+)?$"}
 _POINT = {"type": "array", "items": _COORDINATE, "minItems": 2, "maxItems": 2}
+PROBABILITY_PATTERN = "^(0([.][0-9]+)?|1([.]0+)?)$"
+_COORDINATE_RE = re.compile(str(_COORDINATE["pattern"]).strip("^$"))
 
 
 def spec_of(answer: dict[str, Any] | None) -> Spec | None:
@@ -47,7 +51,7 @@ def answer_schema(spec: Spec | None) -> dict[str, Any]:
     if isinstance(spec, FillSpec):
         return _fill(spec)
     if isinstance(spec, NoulSpec):
-        return {"type": "number", "minimum": 0, "maximum": 1}
+        return {"type": "string", "pattern": PROBABILITY_PATTERN}
     if isinstance(spec, ChoiceSpec | ScoreSpec):
         return {"type": "string", "enum": [str(c) for c in spec.criteria]}
     if spec.kind == "coordinates":
@@ -117,9 +121,10 @@ def solution_of(spec: Spec | None, value: Any) -> str:
         return str(value)
     if spec.kind == "coordinates":
         points = value if spec.many else [value]
-        if not isinstance(points, list) or not points or not all(map(_is_point, points)):
+        if not isinstance(points, list) or not points:
             raise ValueError(f"{value!r} is not [x, y] points")
-        return json.dumps(value)
+        numbers = [_point(p) for p in points]
+        return json.dumps(numbers if spec.many else numbers[0])
     return _extracted(spec, value)
 
 
@@ -159,9 +164,19 @@ def _number(value: Any) -> str:
     return text
 
 
-def _is_point(point: Any) -> bool:
-    return (
-        isinstance(point, list)
-        and len(point) == 2
-        and all(isinstance(c, int | float) and not isinstance(c, bool) and c >= 0 for c in point)
-    )
+def _point(point: Any) -> list[int | float]:
+    """[x, y] as numbers, from digits (as asked) or numbers (from a lenient server)."""
+    if not isinstance(point, list) or len(point) != 2:
+        raise ValueError(f"{point!r} is not an [x, y] point")
+    out: list[int | float] = []
+    for coordinate in point:
+        if isinstance(coordinate, str) and _COORDINATE_RE.fullmatch(coordinate):
+            number = float(coordinate)
+            out.append(int(number) if number.is_integer() else number)
+        elif isinstance(coordinate, int | float) and not isinstance(coordinate, bool):
+            if coordinate < 0:
+                raise ValueError(f"{point!r} has a negative coordinate")
+            out.append(coordinate)
+        else:
+            raise ValueError(f"{point!r} is not an [x, y] point")
+    return out
