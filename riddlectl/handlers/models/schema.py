@@ -29,8 +29,9 @@ from riddlectl.document.numbers import parse_number
 Spec = FillSpec | NoulSpec | ChoiceSpec | ScoreSpec | ExtractSpec
 NUMBER_PATTERN = "^-?[0-9]+([.][0-9]+)?(/[0-9]+)?$"
 _NUMBER = re.compile(NUMBER_PATTERN.strip("^$"))
-MAX_TEXT = 2000  # characters of a free-text answer
-MAX_EXPLANATION = 240
+MAX_TEXT = 500  # characters of a free-text answer (a fill's max_tokens bounds it more)
+CHARS_PER_WORD = 16
+MAX_EXPLANATION = 160
 MAX_REVIEW = 240
 # Bounds on numbers (`minimum`) are not enforced by every grammar converter; patterns are.
 # So a coordinate (never negative) and a probability (0 to 1) are asked for as digits.
@@ -67,7 +68,10 @@ def _fill(spec: FillSpec) -> dict[str, Any]:
         return {"type": "string", "pattern": NUMBER_PATTERN}
     if spec.kind == "json_list":
         return {"type": "array", "items": {"type": "string"}}
-    return {"type": "string", "minLength": 1, "maxLength": MAX_TEXT}
+    longest = MAX_TEXT
+    if spec.max_tokens is not None:
+        longest = min(MAX_TEXT, CHARS_PER_WORD * spec.max_tokens)
+    return {"type": "string", "minLength": 1, "maxLength": longest}
 
 
 def solver_schema(spec: Spec | None, may_split: int) -> dict[str, Any]:

@@ -18,7 +18,8 @@ from riddlectl.handlers.models import prompts, schema
 from riddlectl.handlers.models.client import ChatClient, check_budget
 from riddlectl.settings import Settings
 
-SUB_ANSWER = {"type": "fill", "kind": "text"}
+# A short text: the answer of a part is a value, not an essay (and small models ramble).
+SUB_ANSWER = {"type": "fill", "kind": "text", "max_tokens": 16}
 
 
 class ModelSolver:
