@@ -47,6 +47,9 @@ class Endpoint:
     def __init__(self) -> None:
         self.routes: dict[str, list[Scripted]] = {}
         self.requests: list[Request] = []
+        self.lock = threading.Lock()
+        self.in_flight = 0
+        self.most_in_flight = 0  # requests being answered at once, at most
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
         self.server.daemon_threads = True
 
@@ -74,11 +77,22 @@ def _handler_for(endpoint: Endpoint) -> type[BaseHTTPRequestHandler]:
             pass
 
         def do_POST(self) -> None:
+            with endpoint.lock:
+                endpoint.in_flight += 1
+                endpoint.most_in_flight = max(endpoint.most_in_flight, endpoint.in_flight)
+            try:
+                self._answer()
+            finally:
+                with endpoint.lock:
+                    endpoint.in_flight -= 1
+
+        def _answer(self) -> None:
             length = int(self.headers.get("content-length") or 0)
             body = self.rfile.read(length)
             headers = {k.lower(): v for k, v in self.headers.items()}
-            endpoint.requests.append(Request(self.path, headers, body))
-            reply = endpoint.next_reply(self.path)
+            with endpoint.lock:
+                endpoint.requests.append(Request(self.path, headers, body))
+                reply = endpoint.next_reply(self.path)
             time.sleep(reply.delay)
             if reply.drop:
                 self.connection.shutdown(socket.SHUT_RDWR)

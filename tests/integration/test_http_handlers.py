@@ -5,6 +5,7 @@ means, a server too slow, one that drops the connection, a 50 MB reply; then thr
 from __future__ import annotations
 
 import os
+import threading
 import tracemalloc
 from pathlib import Path
 
@@ -116,6 +117,21 @@ def test_a_declared_50_mb_reply_is_refused_unread(endpoint: Endpoint) -> None:
     with pytest.raises(HandlerFailed, match=f"replied with {size} bytes"):
         call(endpoint.route("/big", big), timeout=30)
     assert big.sent < 40 * 1024 * 1024
+
+
+@pytest.mark.parametrize("slots", [1, 3])
+def test_calls_in_flight_per_endpoint_are_bounded(endpoint: Endpoint, slots: int) -> None:
+    # Each port is an endpoint of its own: a fresh server per case, so fresh slots.
+    settings = Settings(endpoint_concurrency=slots)
+    url = endpoint.route("/slow", Scripted(200, ANSWER, delay=0.3))
+    handlers = [load(f"http:{url}", "solve", settings) for _ in range(2)]  # one endpoint
+    threads = [threading.Thread(target=handlers[n % 2], args=(job(),)) for n in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(endpoint.seen("/slow")) == 6
+    assert endpoint.most_in_flight == slots
 
 
 def test_retry_after_as_seconds_or_as_a_date() -> None:

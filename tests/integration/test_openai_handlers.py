@@ -182,3 +182,27 @@ def test_openai_cannot_extract(model_cli: Cli) -> None:
     assert done.code == 2
     assert done.err.strip().count("\n") == 0
     assert "openai:m" in done.err and "solve and validate" in done.err
+
+
+def test_prompts_from_a_file_replace_ours(model_cli: Cli, endpoint: Endpoint) -> None:
+    prompts = model_cli.spool.parent / "prompts.toml"
+    prompts.write_text(
+        'solve_system = "You multiply."\nsolve = "Q: $question A: $answer_form. $rejected"\n'
+    )
+    with (model_cli.spool / "config.toml").open("a") as config:
+        config.write(f'openai_prompts = "{prompts}"\n')
+    replies(endpoint, {"explanation": "", "answer": "150"})
+    run(model_cli, "--handler", "solve=openai:m")
+    messages = endpoint.seen(PATH)[0].json()["messages"]
+    assert messages == [
+        {"role": "system", "content": "You multiply."},
+        {"role": "user", "content": "Q: x * y = A: a number. "},
+    ]
+
+
+def test_a_bad_prompts_file_stops_the_run_in_one_line(model_cli: Cli) -> None:
+    with (model_cli.spool / "config.toml").open("a") as config:
+        config.write('openai_prompts = "missing.toml"\n')
+    done = model_cli("run", "--once", "--handler", "solve=openai:m")
+    assert done.code == 2 and done.err.count("\n") == 1
+    assert "missing.toml: cannot read the prompts" in done.err
