@@ -69,15 +69,30 @@ def assert_reviews_re_posed(doc: dict[str, Any], proxy: Proxy) -> None:
     Counted from what the server was asked, so that an attempt tried again (a timeout on
     a busy machine) only adds a prompt like the one before it."""
     rejected = doc["riddle"]["solutions_before"]
-    lines = [f"{earlier['solution']!r}: {earlier['review']}" for earlier in rejected]
+    lines = [f"- {earlier['solution']!r}: {earlier['review']}" for earlier in rejected]
     prompts = proxy.prompts()
-    shown = [sum(line in prompt for line in lines) for prompt in prompts]
-    for prompt, count in zip(prompts, shown, strict=True):
-        assert all(line in prompt for line in lines[:count])  # the earliest ones, in order
-    assert shown == sorted(shown) and shown[0] == 0
+    shown = [_rejected_block(prompt) for prompt in prompts]
+    for block in shown:
+        assert block == lines[: len(block)]  # the earliest ones, in order, with reviews
+    assert [len(b) for b in shown] == sorted(len(b) for b in shown) and not shown[0]
     assert "rejected before" not in prompts[0]
     last_trial = len(rejected) if doc["solution"] is not None else len(rejected) - 1
-    assert set(shown) == set(range(last_trial + 1))  # every trial was posed, with reviews
+    # Every trial was posed, each with the reviews of all the trials before it.
+    assert {len(b) for b in shown} == set(range(last_trial + 1))
+
+
+def _rejected_block(prompt: str) -> list[str]:
+    """The lines listing earlier solutions in a solve prompt (see `prompts.rejected_lines`)."""
+    lines = prompt.splitlines()
+    if "Solutions rejected before (do not give them again):" not in lines:
+        return []
+    start = lines.index("Solutions rejected before (do not give them again):") + 1
+    block = []
+    for line in lines[start:]:
+        if not line.startswith("- "):
+            break
+        block.append(line)
+    return block
 
 
 def assert_usage_recorded(doc: dict[str, Any], cli: Cli) -> None:
