@@ -42,6 +42,8 @@ COMMANDS: dict[str, str] = {
     "purge": "admin",
     "doctor": "admin",
     "cache": "cache",
+    "serve": "web",
+    "metrics": "web",
     "schema": "submit",
     "bench": "bench",
 }
