@@ -74,11 +74,30 @@ class HandlerRefused(Exception):
     """Raised by a handler when the riddle cannot be handled and retrying would not help.
 
     The riddle fails at once (the external-command equivalent is exit status 65).
+    `usage`, when set, is what the attempt cost (see `HandlerFailed`).
     """
+
+    usage: dict[str, object] | None = None
 
 
 class HandlerFailed(Exception):
-    """A handler attempt that went wrong in a way worth retrying (crash, bad output)."""
+    """A handler attempt that went wrong in a way worth retrying (crash, bad output).
+
+    `retry_after`: seconds the other side asked to wait before the next attempt (an HTTP
+    `Retry-After`), which the back-off honours; `usage`: what the failed attempt cost
+    (tokens, calls), recorded in the riddle's history like a successful one's.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        retry_after: float | None = None,
+        usage: dict[str, object] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+        self.usage = usage
 
 
 class HandlerTimeout(HandlerFailed):

@@ -88,7 +88,8 @@ def stage_context(settings: Settings, stage: str, spool: Spool) -> StageContext:
     from riddlectl.handlers.registry import load_stage
     from riddlectl.pipeline.stages import StageContext
 
-    handlers = load_stage(stage, settings.handlers_for(stage)) if stage != "manage" else []
+    specs = settings.handlers_for(stage) if stage != "manage" else ()
+    handlers = load_stage(stage, specs, settings)
     return StageContext(
         data_dir=Path(settings.data_dir),
         spool_root=Path(settings.spool),

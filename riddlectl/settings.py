@@ -36,7 +36,19 @@ ENV_VARS = {
     "drop_in_grace": "RIDDLECTL_DROP_IN_GRACE",
     "fsync": "RIDDLECTL_FSYNC",
     "events_max_bytes": "RIDDLECTL_EVENTS_MAX_BYTES",
+    "openai_base_url": "OPENAI_BASE_URL",
+    "openai_max_tokens": "RIDDLECTL_OPENAI_MAX_TOKENS",
+    "openai_max_calls": "RIDDLECTL_OPENAI_MAX_CALLS",
+    "openai_prompts": "RIDDLECTL_OPENAI_PROMPTS",
+    "openai_response_format": "RIDDLECTL_OPENAI_RESPONSE_FORMAT",
+    "endpoint_concurrency": "RIDDLECTL_ENDPOINT_CONCURRENCY",
+    "max_sub_riddles": "RIDDLECTL_MAX_SUB_RIDDLES",
+    "max_sub_depth": "RIDDLECTL_MAX_SUB_DEPTH",
 }
+
+# The key of `openai:` handlers is read from the environment when a call is made, and
+# nowhere else: it is no setting, so no config file, document or log can hold it.
+OPENAI_KEY_VAR = "OPENAI_API_KEY"
 
 
 @dataclass(frozen=True)
@@ -56,6 +68,19 @@ class Settings:
     retry_base: float = 0.5
     retry_cap: float = 30.0
     handlers: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: dict(DEFAULT_HANDLERS))
+    # Agents that call endpoints (`http:URL`, `openai:MODEL`); see docs/models.md.
+    openai_base_url: str = "https://api.openai.com/v1"
+    openai_max_tokens: int = 512  # completion tokens per call
+    openai_max_calls: int = 20  # model calls per riddle, over all its attempts
+    openai_prompts: Path | None = None  # a TOML file of prompt templates overriding ours
+    # How the answer's JSON schema is asked for: "json_schema" (OpenAI, vLLM, llama.cpp's
+    # llama-server, Ollama) or "json_object" (llama-cpp-python's server).
+    openai_response_format: str = "json_schema"
+    endpoint_concurrency: int = 4  # calls in flight per endpoint (host and port), per agent
+    max_sub_riddles: int = 4  # sub-questions a model may split one riddle into
+    max_sub_depth: int = 1  # how deep sub-riddles split by a model may nest (0: never)
+    # Headers of `http:` requests; `${VAR}` in a value is read from the environment.
+    http_headers: Mapping[str, str] = field(default_factory=dict)
 
     def handlers_for(self, stage: str) -> tuple[str, ...]:
         return tuple(self.handlers.get(stage, ()))
@@ -66,14 +91,18 @@ class Settings:
 
 
 # Settings whose values must be at least this (beyond the positive numbers of all).
-MINIMUMS = {"max_document_bytes": MIN_DOCUMENT_BYTES}
+MINIMUMS = {"max_document_bytes": MIN_DOCUMENT_BYTES, "max_sub_depth": 0}
 
 
 def _convert(name: str, value: Any, source: str) -> Any:
     kind = {f.name: f.type for f in fields(Settings)}[name]
     try:
-        if kind == "Path":
+        if kind in ("Path", "Path | None"):
             return Path(str(value))
+        if kind == "str":
+            if not isinstance(value, str) or not value:
+                raise ValueError(value)
+            return value
         if kind == "bool":
             if isinstance(value, bool):
                 return value
@@ -120,6 +149,8 @@ def _from_config(path: Path) -> dict[str, Any]:
             raise ConfigError("unknown setting", where=str(path), field=key)
         if key == "handlers":
             out[key] = _handlers_table(value, str(path))
+        elif key == "http_headers":
+            out[key] = _headers_table(value, str(path))
         else:
             out[key] = _convert(key, value, str(path))
     return out
@@ -136,6 +167,16 @@ def _handlers_table(value: Any, source: str) -> dict[str, tuple[str, ...]]:
             )
         table[stage] = tuple(str(n) for n in names)
     return table
+
+
+def _headers_table(value: Any, source: str) -> dict[str, str]:
+    if not isinstance(value, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+    ):
+        raise ConfigError(
+            'must be a table of "Header-Name" = "value"', where=source, field="http_headers"
+        )
+    return dict(value)
 
 
 def spool_path(flags: Mapping[str, Any], env: Mapping[str, str] | None = None) -> Path:

@@ -91,7 +91,12 @@ def run(
     ] = False,
     stages: Annotated[str, typer.Option(help="Comma-separated stages to run.")] = ",".join(STAGES),
     handler: Annotated[
-        list[str] | None, typer.Option("--handler", help="STAGE=HANDLER (repeatable, in order).")
+        list[str] | None,
+        typer.Option(
+            "--handler",
+            help="STAGE=HANDLER (repeatable, in order): a built-in, module:attr, "
+            "cmd:COMMAND, http:URL or openai:MODEL.",
+        ),
     ] = None,
     concurrency: ConcurrencyOpt = 1,
     timeout: TimeoutOpt = None,
@@ -149,7 +154,11 @@ def agent(
     ],
     handler: Annotated[
         list[str] | None,
-        typer.Option("--handler", help="Handler for this stage (repeatable, in order)."),
+        typer.Option(
+            "--handler",
+            help="Handler for this stage (repeatable, in order): a built-in, module:attr, "
+            "cmd:COMMAND, http:URL or openai:MODEL.",
+        ),
     ] = None,
     concurrency: ConcurrencyOpt = 1,
     once: Annotated[bool, typer.Option("--once", help="Exit when the inbox is empty.")] = False,

@@ -54,6 +54,7 @@ class Event:
     error: str | None = None
     file: str | None = None  # a file set aside as corrupt
     claimed: float | _Unset | None = UNSET  # an abandoned claim: when its holder took it
+    usage: Mapping[str, Any] | None = None  # what handlers reported it cost, by handler
 
     @classmethod
     def by(
@@ -69,6 +70,7 @@ class Event:
         handler: str | None = None,
         duration: float | None = None,
         error: str | None = None,
+        usage: Mapping[str, Any] | None = None,
     ) -> Event:
         """What `actor` did to a riddle: a handler attempt, a hand-off, a command."""
         return cls(
@@ -84,6 +86,7 @@ class Event:
             handler=handler or None,
             duration=duration,
             error=error or None,
+            usage=usage or None,
         )
 
     @classmethod
@@ -146,6 +149,8 @@ class Event:
         out["rev"] = self.rev
         if self.duration is not None:
             out["duration"] = round(self.duration, 6)
+        if self.usage is not None:
+            out["usage"] = dict(self.usage)
         if self.error is not None:
             out["error"] = self.error
         if self.claimed is not UNSET:

@@ -24,15 +24,13 @@ import signal
 import subprocess
 from typing import Any
 
-import orjson
-
 from riddlectl import inflight
 from riddlectl.document import codec as documents
 from riddlectl.errors import ConfigError, HandlerFailed, HandlerRefused, HandlerTimeout
 from riddlectl.handlers.base import Job, file_digest
+from riddlectl.handlers.reply import parse_reply
 
 EX_DATAERR = 65
-MAX_OUTPUT_BYTES = 16 * 1024 * 1024
 
 
 class CommandHandler:
@@ -117,17 +115,7 @@ class CommandHandler:
         if status != 0:
             how = f"killed by signal {-status}" if status < 0 else f"exited with status {status}"
             raise HandlerFailed(f"{self.argv[0]} {how}{reason}")
-        if len(out) > MAX_OUTPUT_BYTES:
-            raise HandlerFailed(f"{self.argv[0]} wrote over {MAX_OUTPUT_BYTES} bytes")
-        if not out.strip():
-            return {}
-        try:
-            answer = orjson.loads(out)
-        except orjson.JSONDecodeError as exc:
-            raise HandlerFailed(f"{self.argv[0]} did not write a JSON object: {exc}") from None
-        if not isinstance(answer, dict):
-            raise HandlerFailed(f"{self.argv[0]} wrote JSON {type(answer).__name__}, not an object")
-        return answer
+        return parse_reply(out, self.argv[0])
 
 
 def _files_run(argv: list[str]) -> list[str]:

@@ -2,15 +2,16 @@
 handler is).
 
 Names: a built-in (`text`, `table`, `ocr`, `speech`, `calculator`, `gatekeeper`), an entry
-point in the group `riddlectl.handlers`, `module:attr`, or `cmd:COMMAND` for an external
-command.
+point in the group `riddlectl.handlers`, `module:attr`, `cmd:COMMAND` for an external
+command, `http:URL` for an endpoint, or `openai:MODEL` for a language model (see `models`).
 
 A handler's identity (`NamedHandler.identity`) keys the extraction cache, so that changing
 what a handler runs extracts files again: a built-in's version (for the extractors, with a
 digest of the modules doing the work; for `speech`, with the names its grammar listens
 for, since those come from the riddle); a Python callable's
 `version` attribute, or else the SHA-256 of its module's file; for a command, its command
-line and the content of the files it runs (see `handlers.command`).
+line and the content of the files it runs (see `handlers.command`); for an endpoint, its
+URL; for a model, its name and base URL.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import Any
 
 from riddlectl.errors import ConfigError
 from riddlectl.handlers.base import NamedHandler, file_digest
+from riddlectl.settings import Settings
 
 ENTRY_POINT_GROUP = "riddlectl.handlers"
 
@@ -88,13 +90,22 @@ def _function(spec: str) -> Any:
     return getattr(importlib.import_module(module_name), attr)
 
 
-def load(spec: str, stage: str) -> NamedHandler:
-    """Resolve one handler name for `stage`, or `ConfigError` naming it."""
+def load(spec: str, stage: str, settings: Settings | None = None) -> NamedHandler:
+    """Resolve one handler name for `stage`, or `ConfigError` naming it; `settings` are
+    those of endpoints and models (the defaults when not given)."""
     if spec.startswith("cmd:"):
         from riddlectl.handlers.command import CommandHandler
 
         command = CommandHandler(spec.removeprefix("cmd:"), stage)
         return NamedHandler(spec, command)
+    if spec.startswith("http:"):
+        from riddlectl.handlers.http import HttpHandler
+
+        return NamedHandler(spec, HttpHandler(spec.removeprefix("http:"), stage, _or(settings)))
+    if spec.startswith("openai:"):
+        from riddlectl.handlers.models import model_handler
+
+        return NamedHandler(spec, model_handler(spec.removeprefix("openai:"), stage, _or(settings)))
     builtin = _builtin(stage, spec)
     if builtin is not None:
         return builtin
@@ -165,5 +176,11 @@ def _with_current_directory() -> None:
         sys.path.append(here)
 
 
-def load_stage(stage: str, specs: tuple[str, ...] | list[str]) -> list[NamedHandler]:
-    return [load(spec, stage) for spec in specs]
+def _or(settings: Settings | None) -> Settings:
+    return settings if settings is not None else Settings()
+
+
+def load_stage(
+    stage: str, specs: tuple[str, ...] | list[str], settings: Settings | None = None
+) -> list[NamedHandler]:
+    return [load(spec, stage, settings) for spec in specs]

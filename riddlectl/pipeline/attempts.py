@@ -30,6 +30,7 @@ if TYPE_CHECKING:  # the ledger builds this object around itself
     from riddlectl.pipeline.parents import Parents
 
 GROUP_WINDOW = 0.005  # seconds a handled riddle may wait for others to share its commit
+MAX_RETRY_AFTER = 3600.0  # seconds of an endpoint's Retry-After honoured at most
 
 
 @dataclass
@@ -103,6 +104,7 @@ class Attempts:
                 error=str(exc),
                 duration=time.monotonic() - started,
                 declined=getattr(exc, "declined", []),
+                usage=getattr(exc, "usage", None),
             )
         except Exception as exc:
             return self._retry_later(claim, riddle, stage, exc, time.monotonic() - started)
@@ -131,6 +133,7 @@ class Attempts:
             error=outcome.error,
             declined=outcome.declined,
             duration=duration,
+            usage=outcome.usage or None,
         )
         move.children = outcome.children
         return move
@@ -145,6 +148,9 @@ class Attempts:
         attempts[stage.name] = int(attempts.get(stage.name, 0)) + 1
         riddle.extensions()["attempts"] = attempts
         delay = self.retry.delay(attempts[stage.name])
+        asked = getattr(exc, "retry_after", None)
+        if delay is not None and asked is not None:  # the other side's Retry-After
+            delay = max(delay, min(float(asked), MAX_RETRY_AFTER))
         outcome = "timeout" if "timed out" in error else "error"
         to = claim.queue
         if delay is None:
@@ -153,7 +159,14 @@ class Attempts:
         else:
             riddle.extensions()["retry_at"] = time.time() + delay
         return self.ledger.prepare(
-            claim, riddle, to, stage.name, outcome, error=error, duration=duration
+            claim,
+            riddle,
+            to,
+            stage.name,
+            outcome,
+            error=error,
+            duration=duration,
+            usage=getattr(exc, "usage", None),
         )
 
 

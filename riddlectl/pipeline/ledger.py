@@ -72,6 +72,7 @@ class Ledger:
         duration: float | None = None,
         rev: int | None = None,
         handler: str | None = None,
+        usage: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         """Append the event of a change to `riddle`'s history (the oldest entries beyond
         `MAX_HISTORY` go) and return it; its `rev` is the one the next commit stores."""
@@ -86,6 +87,7 @@ class Ledger:
             handler=handler,
             duration=duration,
             error=error,
+            usage=usage,
         ).to_json()
         riddle.history = [*riddle.history, event][-MAX_HISTORY:]
         return event
@@ -101,9 +103,11 @@ class Ledger:
         error: str | None = None,
         duration: float | None = None,
         declined: Sequence[str] = (),
+        usage: dict[str, Any] | None = None,
     ) -> Move:
         """`riddle` made ready to go to `to`, with its history entries (one `declined`
-        entry per solve handler that declined before the outcome); `commit` stores it."""
+        entry per solve handler that declined before the outcome; `usage`, what the
+        handlers reported the attempt cost, on the outcome's); `commit` stores it."""
         notes = [
             self.record(riddle, stage, claim.queue, claim.queue, "declined", handler=name)
             for name in declined
@@ -115,7 +119,9 @@ class Ledger:
             riddle.status.solved = is_solved(riddle)
         if error is not None or to is Queue.FAILED:
             riddle.error = error
-        event = self.record(riddle, stage, claim.queue, to, outcome, error=error, duration=duration)
+        event = self.record(
+            riddle, stage, claim.queue, to, outcome, error=error, duration=duration, usage=usage
+        )
         return Move(claim, riddle, to, [*notes, event], stage)
 
     def commit(self, moves: Sequence[Move]) -> list[Riddle]:

@@ -31,6 +31,7 @@ class Outcome:
     error: str | None = None
     children: list[Riddle] = field(default_factory=list)
     declined: list[str] = field(default_factory=list)  # solve handlers that declined first
+    usage: dict[str, Any] = field(default_factory=dict)  # what each handler said it cost
 
 
 class NobodyAnswered(HandlerRefused):
@@ -56,13 +57,27 @@ class StageContext:
 
 
 def call(handler: NamedHandler, job: Job) -> dict[str, Any] | None:
+    """Run a handler; what a failed attempt cost (`usage`) is named after the handler."""
+    try:
+        return _call(handler, job)
+    except (HandlerFailed, HandlerRefused) as exc:
+        if exc.usage is not None:
+            exc.usage = {handler.name: bounded_usage(exc.usage)}
+        raise
+
+
+def _call(handler: NamedHandler, job: Job) -> dict[str, Any] | None:
     """Run a handler; Python callables from outside run in a thread bounded by the timeout.
 
     Built-ins bound their own work and commands enforce their own timeout; a foreign
     callable that hangs is abandoned in its daemon thread so the agent can go on (and
-    when the agent stops: see `inflight`).
+    when the agent stops: see `inflight`). Handlers that wait on the network
+    (`threaded`) run in a thread too, so that a slow endpoint lets the rest move on.
     """
-    if handler.name.startswith("cmd:") or handler.fn.__module__.startswith("riddlectl."):
+    direct = handler.fn.__module__.startswith("riddlectl.") and not getattr(
+        handler.fn, "threaded", False
+    )
+    if handler.name.startswith("cmd:") or direct:
         return handler(job)
     box: dict[str, Any] = {}
     with inflight.tracked(handler.name) as running:
@@ -92,6 +107,29 @@ def _answer(result: Any, handler: NamedHandler) -> dict[str, Any]:
     if not isinstance(result, dict):
         raise HandlerFailed(f"{handler.name} returned {type(result).__name__}, not a dict")
     return result
+
+
+MAX_USAGE_FIELDS = 16
+
+
+def bounded_usage(usage: Any) -> dict[str, Any]:
+    """A handler's `usage` (tokens, calls, model…) as kept in the history: scalar fields
+    only, a few of them, short strings, so that no handler can grow a document with it."""
+    if not isinstance(usage, dict):
+        return {}
+    kept: dict[str, Any] = {}
+    for key, value in list(usage.items())[:MAX_USAGE_FIELDS]:
+        if isinstance(value, str):
+            kept[str(key)[:40]] = value[:200]
+        elif value is None or isinstance(value, bool | int | float):
+            kept[str(key)[:40]] = value
+    return kept
+
+
+def _take_usage(answer: dict[str, Any], handler: NamedHandler, into: dict[str, Any]) -> None:
+    """Move a solve or validate answer's `usage` to the outcome's, by handler."""
+    if "usage" in answer:
+        into[handler.name] = bounded_usage(answer.pop("usage"))
 
 
 # -- extract --------------------------------------------------------------------------------
@@ -169,16 +207,18 @@ def solve(riddle: Riddle, ctx: StageContext) -> Outcome:
         return again
     job = ctx.job(riddle, SOLVE.name, extractions=load_extractions(riddle, ctx))
     declined: list[str] = []
+    usage: dict[str, Any] = {}
     for handler in ctx.handlers:
         answer = _answer(call(handler, job), handler)
+        _take_usage(answer, handler, usage)
         if answer.get("sub_riddles"):
             outcome = _spawn(riddle, answer["sub_riddles"], handler)
-            outcome.declined = declined
+            outcome.declined, outcome.usage = declined, usage
             return outcome
         if answer.get("solution") is not None:
             riddle.solution = _solution(answer, handler)
             riddle.status.solve.finished = True
-            return Outcome(riddle, route(riddle, SOLVE.name), declined=declined)
+            return Outcome(riddle, route(riddle, SOLVE.name), declined=declined, usage=usage)
         declined.append(handler.name)
     raise NobodyAnswered(declined)
 
@@ -227,8 +267,10 @@ def validate(riddle: Riddle, ctx: StageContext) -> Outcome:
     job = ctx.job(riddle, VALIDATE.name, extractions=load_extractions(riddle, ctx))
     reviews = []
     accepted = True
+    usage: dict[str, Any] = {}
     for handler in ctx.handlers:
         verdict = _answer(call(handler, job), handler)
+        _take_usage(verdict, handler, usage)
         if "accept" not in verdict:
             raise HandlerFailed(f"{handler.name} gave no verdict (expected {{'accept', 'review'}})")
         if verdict.get("review"):
@@ -240,7 +282,8 @@ def validate(riddle: Riddle, ctx: StageContext) -> Outcome:
     riddle.solution.accepted = accepted
     riddle.solution.review = "; ".join(reviews) or None
     riddle.status.validate_.finished = True
-    return Outcome(riddle, Queue.VALIDATED, "accepted" if accepted else "rejected")
+    outcome = "accepted" if accepted else "rejected"
+    return Outcome(riddle, Queue.VALIDATED, outcome, usage=usage)
 
 
 # -- manage ---------------------------------------------------------------------------------
