@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from riddlectl.settings import Settings
 from riddlectl.spool import open_spool
 from riddlectl.spool.contract import Spool
 from riddlectl.spool.memory import MemorySpool
+from tests import pg
 from tests.rig import Rig
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -48,6 +50,21 @@ def spool(request: pytest.FixtureRequest, tmp_path: Path) -> Spool:
         made.init()
         return made
     return open_spool(tmp_path / "spool", create=True, durable=False)
+
+
+@pytest.fixture
+def pg_url() -> Iterator[str]:
+    """A PostgreSQL spool URL in a schema of its own (skipped without a server)."""
+    with pg.fresh_schema() as url:
+        yield url
+
+
+@pytest.fixture
+def pg_spool(pg_url: str) -> Iterator[Spool]:
+    """A PostgreSQL spool, made as `riddlectl init` makes one, in a schema of its own."""
+    made = open_spool(pg_url, create=True)
+    yield made
+    made.disconnect()  # type: ignore[attr-defined]
 
 
 @pytest.fixture

@@ -32,19 +32,18 @@ def open_spool(
     limits: Limits | None = None,
     events_max_bytes: int | None = None,
 ) -> Spool:
-    """The spool `target` names: a directory (the filesystem spool) for now; a
-    `postgresql://` URL is refused with `SpoolUnusable` until that spool exists.
+    """The spool `target` names: a directory (the filesystem spool), or a
+    `postgresql://` URL (the PostgreSQL spool: see docs/postgresql.md).
 
     `create`: made (idempotently) if need be; otherwise it must already be a spool
     (`SpoolUnusable` saying why not). `writable`: it must be writable too, and what a
     writer needs is made. Nothing is created in a place that is refused. The other
-    options are the filesystem spool's (None: its defaults).
+    options are the filesystem spool's (None: its defaults); a PostgreSQL spool takes
+    `actor` and `limits`, and is always durable.
     """
     text = os.fspath(target)
     if _POSTGRES.match(text):
-        raise SpoolUnusable(
-            "PostgreSQL spools are not available in this version", where=_no_password(text)
-        )
+        return _open_postgres(text, create=create, actor=actor, limits=limits)
     from riddlectl.spool.fs.opening import open_fs  # only what the target needs is loaded
 
     return open_fs(
@@ -57,6 +56,19 @@ def open_spool(
         limits=limits,
         events_max_bytes=events_max_bytes,
     )
+
+
+def _open_postgres(text: str, *, create: bool, actor: Actor | None, limits: Limits | None) -> Spool:
+    try:
+        from riddlectl.spool.postgres.opening import open_pg
+    except ImportError as exc:
+        if exc.name not in ("psycopg", "psycopg_binary"):
+            raise
+        raise SpoolUnusable(
+            "PostgreSQL spools need psycopg: pip install 'riddlectl[postgres]'",
+            where=_no_password(text),
+        ) from None
+    return open_pg(text, create=create, actor=actor, limits=limits)
 
 
 def spool_error(exc: OSError, root: Path) -> SpoolUnusable:

@@ -1,0 +1,20 @@
+"""Opening a PostgreSQL spool: the URL parsed, the schema made or checked."""
+
+from __future__ import annotations
+
+from riddlectl.document.codec import Limits
+from riddlectl.identity import Actor
+from riddlectl.spool.postgres import url as urls
+from riddlectl.spool.postgres.pgspool import PgSpool
+
+
+def open_pg(text: str, *, create: bool, actor: Actor | None, limits: Limits | None) -> PgSpool:
+    """The spool the URL `text` names (see `riddlectl.spool.open_spool`): with `create`,
+    its schema is made or migrated (`riddlectl init`); otherwise it must be a spool of
+    the schema version this code knows."""
+    spool = PgSpool(urls.parse(text), actor=actor, limits=limits)
+    if create:
+        spool.init()
+    else:
+        spool.check()
+    return spool
