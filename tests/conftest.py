@@ -42,13 +42,17 @@ def data_dir(tmp_path: Path) -> Path:
     return data
 
 
-@pytest.fixture(params=["memory", "fs"])
+@pytest.fixture(params=["memory", "fs", "postgres"])
 def spool(request: pytest.FixtureRequest, tmp_path: Path) -> Spool:
-    """Each spool implementation in turn: a test of what lies above the spool runs on both."""
+    """Each spool implementation in turn: a test of what lies above the spool runs on
+    each (on PostgreSQL in a schema of its own)."""
     if request.param == "memory":
         made: Spool = MemorySpool()
         made.init()
         return made
+    if request.param == "postgres":
+        pg_spool: Spool = request.getfixturevalue("pg_spool")
+        return pg_spool
     return open_spool(tmp_path / "spool", create=True, durable=False)
 
 
@@ -99,7 +103,7 @@ class Completed:
 class Cli:
     """Runs `riddlectl` in a subprocess against the test's spool and data directory."""
 
-    spool: Path
+    spool: Path | str  # a directory, or a PostgreSQL spool's URL
     data: Path
 
     def argv(self, *args: str) -> list[str]:
@@ -135,6 +139,13 @@ def cli(spool_dir: Path, data_dir: Path) -> Cli:
     """The command on a spool made as `riddlectl init` makes it (only `init` makes one)."""
     open_spool(spool_dir, create=True)
     return Cli(spool_dir, data_dir)
+
+
+@pytest.fixture
+def pg_cli(pg_url: str, data_dir: Path) -> Cli:
+    """The command on a PostgreSQL spool made as `riddlectl init` makes it."""
+    open_spool(pg_url, create=True).disconnect()  # type: ignore[attr-defined]
+    return Cli(pg_url, data_dir)
 
 
 @pytest.fixture

@@ -82,9 +82,39 @@ class Database:
 
     @contextlib.contextmanager
     def transaction(self, hold: bool = False) -> Iterator[Conn]:
-        """One transaction on the shared connection: all of it or nothing."""
-        with self.session(hold) as conn, conn.transaction():
-            yield conn
+        """One transaction on the shared connection: all of it or nothing. A connection
+        found dead when the transaction begins (the server restarted, or ended it) is
+        made again once: nothing was sent yet, so nothing can be done twice."""
+        with self._mutex:
+            conn = self._begun(hold)
+            try:
+                yield conn
+            except psycopg.OperationalError as exc:
+                self._drop()
+                raise self.unreachable(exc) from None
+            except BaseException:
+                with contextlib.suppress(psycopg.Error):
+                    conn.execute("ROLLBACK")
+                raise
+            try:
+                conn.execute("COMMIT")
+            except psycopg.OperationalError as exc:
+                self._drop()
+                raise self.unreachable(exc) from None
+
+    def _begun(self, hold: bool) -> Conn:
+        for attempt in range(2):
+            try:
+                conn = self._connection()
+                if hold:
+                    self._hold(conn)
+                conn.execute("BEGIN")
+                return conn
+            except psycopg.OperationalError as exc:
+                self._drop()
+                if attempt:
+                    raise self.unreachable(exc) from None
+        raise AssertionError("unreachable")  # pragma: no cover
 
     def _connection(self) -> Conn:
         conn = self._conn
