@@ -26,7 +26,7 @@ from typing import Any
 
 import orjson
 
-from riddlectl import inflight
+from riddlectl import inflight, spool
 from riddlectl.document import codec as documents
 from riddlectl.errors import ConfigError, HandlerFailed, HandlerRefused, HandlerTimeout
 from riddlectl.handlers.base import Job, file_digest
@@ -58,7 +58,7 @@ class CommandHandler:
         env = dict(os.environ)
         env.update(
             RIDDLE_ID=job.riddle.id or "",
-            RIDDLE_SPOOL=str(job.spool_root.resolve()),
+            RIDDLE_SPOOL=spool.location(job.spool_root),
             RIDDLE_DATA=str(job.data_dir.resolve()),
             RIDDLE_STAGE=job.stage,
         )

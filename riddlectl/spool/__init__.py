@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from riddlectl.errors import SpoolUnusable
 
@@ -31,6 +31,8 @@ def open_spool(
     drop_in_grace: float | None = None,
     limits: Limits | None = None,
     events_max_bytes: int | None = None,
+    data_dir: Path | None = None,
+    max_data_bytes: int | None = None,
 ) -> Spool:
     """The spool `target` names: a directory (the filesystem spool), or a
     `postgresql://` URL (the PostgreSQL spool: see docs/postgresql.md).
@@ -39,11 +41,19 @@ def open_spool(
     (`SpoolUnusable` saying why not). `writable`: it must be writable too, and what a
     writer needs is made. Nothing is created in a place that is refused. The other
     options are the filesystem spool's (None: its defaults); a PostgreSQL spool takes
-    `actor` and `limits`, and is always durable.
+    `actor` and `limits`, is always durable, and keeps the data files new riddles name
+    in `data_dir` (within `max_data_bytes`), so that agents elsewhere need no copy.
     """
     text = os.fspath(target)
     if _POSTGRES.match(text):
-        return _open_postgres(text, create=create, actor=actor, limits=limits)
+        return _open_postgres(
+            text,
+            create=create,
+            actor=actor,
+            limits=limits,
+            data_dir=data_dir,
+            max_data_bytes=max_data_bytes,
+        )
     from riddlectl.spool.fs.opening import open_fs  # only what the target needs is loaded
 
     return open_fs(
@@ -58,7 +68,7 @@ def open_spool(
     )
 
 
-def _open_postgres(text: str, *, create: bool, actor: Actor | None, limits: Limits | None) -> Spool:
+def _open_postgres(text: str, *, create: bool, **options: Any) -> Spool:
     try:
         from riddlectl.spool.postgres.opening import open_pg
     except ImportError as exc:
@@ -68,7 +78,20 @@ def _open_postgres(text: str, *, create: bool, actor: Actor | None, limits: Limi
             "PostgreSQL spools need psycopg: pip install 'riddlectl[postgres]'",
             where=_no_password(text),
         ) from None
-    return open_pg(text, create=create, actor=actor, limits=limits)
+    return open_pg(text, create=create, **options)
+
+
+def shown(target: str | os.PathLike[str]) -> str:
+    """A spool as output names it: a directory as given, a URL without its password."""
+    text = os.fspath(target)
+    return _no_password(text) if _POSTGRES.match(text) else text
+
+
+def location(target: str | os.PathLike[str]) -> str:
+    """A spool as handlers are told it (`RIDDLE_SPOOL`): a directory's absolute path, a
+    URL without its password."""
+    text = os.fspath(target)
+    return _no_password(text) if _POSTGRES.match(text) else str(Path(text).resolve())
 
 
 def spool_error(exc: OSError, root: Path) -> SpoolUnusable:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
 import threading
 import time
@@ -213,3 +214,43 @@ def test_time_of_a_claim_does_not_depend_on_a_slow_listener(pg_spool: PgSpool) -
         assert time.monotonic() - started < 30
     finally:
         watching.stop()
+
+
+def test_agents_elsewhere_need_no_copy_of_the_data_directory(
+    pg_cli: Cli, tmp_path: Path
+) -> None:
+    submitted = pg_cli("submit", "-", input=orjson.dumps(example_doc(id="ex")))
+    assert submitted.code == 0, submitted.err
+    elsewhere = Cli(pg_cli.spool, tmp_path / "empty-data")  # another host: no data files
+    (tmp_path / "empty-data").mkdir()
+    seen = tmp_path / "seen"
+    probe = (
+        f"cmd:sh -c 'cat \"$RIDDLE_DATA/example/x.txt\" > {seen}; "
+        f"echo \"$RIDDLE_SPOOL\" >> {seen}; echo \"{{}}\"'"
+    )
+    ran = elsewhere("run", "--once", "--handler", f"solve={probe}", "--handler", "solve=calculator")
+    assert ran.code == 0, ran.err
+    assert elsewhere("result", "ex").out == "150\n"
+    content, named = seen.read_text().rsplit("\n", 2)[:2]
+    assert content == (pg_cli.data / "example" / "x.txt").read_text().rstrip("\n")
+    assert named == str(pg_cli.spool)  # the URL (it holds no password here)
+    assert not list(Path(tempfile.gettempdir()).glob("riddlectl-data-*"))  # copies removed
+
+
+def test_purge_takes_the_data_files_no_riddle_names_any_more(pg_cli: Cli) -> None:
+    docs = [example_doc(id=f"r{n}", status={"extract": {"required": False}}) for n in (1, 2)]
+    assert pg_cli("submit", "-", input=orjson.dumps(docs)).code == 0
+    schema = str(pg_cli.spool).rsplit("schema=", 1)[1]
+
+    def blobs() -> int:
+        with psycopg.connect(pg.require()) as conn:
+            row = conn.execute(f'SELECT count(*) FROM "{schema}".blobs').fetchone()
+            return int(row[0]) if row else -1
+
+    assert blobs() == 3  # x, y, z: stored once for both riddles
+    assert pg_cli("cancel", "r1").code == 0
+    assert pg_cli("purge", "--older-than", "0", "--failed").out == "r1\n"
+    assert blobs() == 3  # r2 still names them
+    assert pg_cli("cancel", "r2").code == 0
+    assert pg_cli("purge", "--older-than", "0").code == 0
+    assert blobs() == 0

@@ -9,8 +9,10 @@ it back through the reaper, which every claiming agent runs now and then.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from riddlectl.document import codec as documents
@@ -32,6 +34,7 @@ from riddlectl.spool.contract import (
 )
 from riddlectl.spool.events import Committed
 from riddlectl.spool.postgres import claims as sql
+from riddlectl.spool.postgres import datastore as data
 from riddlectl.spool.postgres import schema
 from riddlectl.spool.postgres.db import Conn, Database
 from riddlectl.spool.postgres.events import PgEventLog
@@ -50,8 +53,18 @@ COLUMNS = "id, queue, doc, abandoned, dead, token, priority, created"
 
 
 class PgSpool(Spool):
-    def __init__(self, url: SpoolUrl, *, actor: Actor | None = None, limits: Limits | None = None):
+    def __init__(
+        self,
+        url: SpoolUrl,
+        *,
+        actor: Actor | None = None,
+        limits: Limits | None = None,
+        data_dir: Path | None = None,
+        max_data_bytes: int = 10 * 1024 * 1024,
+    ):
         self.url = url
+        self.data_dir = data_dir  # where `add` reads data files from; None: not kept
+        self.max_data_bytes = max_data_bytes
         self.limits = limits or Limits()
         self.db = Database(url, actor or Actor("riddlectl"))
         self._events = PgEventLog(self.db)
@@ -85,6 +98,11 @@ class PgSpool(Spool):
         if repeated is not None:
             raise DuplicateId("id already in the spool", where=repeated, field="id")
         placed = [(queue or route(riddle), stamp(riddle)) for riddle in riddles]
+        kept = (
+            []
+            if self.data_dir is None
+            else data.gather(riddles, self.data_dir, self.max_data_bytes)
+        )
         with self.db.transaction() as conn:
             taken = conn.execute(
                 "SELECT id FROM riddles WHERE id = ANY(%s) ORDER BY id LIMIT 1", (ids,)
@@ -92,6 +110,7 @@ class PgSpool(Spool):
             if taken is not None:
                 raise DuplicateId("id already in the spool", where=taken[0], field="id")
             self.insert(conn, placed)
+            data.store(conn, kept)
             self._finish(conn, {to for to, _ in placed})
         self._events.taken()
 
@@ -156,6 +175,7 @@ class PgSpool(Spool):
             ).rowcount
             if not gone and self.holds(claim.queue, claim.riddle.id or ""):
                 raise ClaimLost("the claim was given back; not deleted", where=claim.riddle.id)
+            data.forget(conn, claim.riddle.id or "")
             self._finish(conn, [])
         self._events.taken()
         claim.open = False
@@ -344,6 +364,11 @@ class PgSpool(Spool):
             for finding in findings:
                 finding.fixed = finding.subject in freed
         return findings
+
+    def data_files(self, riddle: Riddle, data_dir: Path) -> contextlib.AbstractContextManager[Path]:
+        if not riddle.data:
+            return contextlib.nullcontext(data_dir)
+        return data.local_copy(self.db, riddle, data_dir)
 
     def close(self) -> None:
         pass  # the connection is kept: claims may still be open; it ends with the process

@@ -73,6 +73,20 @@ MIGRATIONS: list[str] = [
         body bytea NOT NULL
     );
     """,
+    # 2: data files, by content, and the riddles that name them.
+    """
+    CREATE TABLE blobs (
+        sha256 text PRIMARY KEY,
+        content bytea NOT NULL
+    );
+    CREATE TABLE riddle_data (
+        riddle_id text NOT NULL,
+        path text NOT NULL,
+        sha256 text NOT NULL,
+        PRIMARY KEY (riddle_id, path)
+    );
+    CREATE INDEX riddle_data_sha256 ON riddle_data (sha256);
+    """,
 ]
 LATEST = len(MIGRATIONS)
 
