@@ -29,6 +29,7 @@ from riddlectl.settings import ENV_VARS
 COMMANDS: dict[str, str] = {
     "init": "submit",
     "submit": "submit",
+    "ingest": "submit",
     "run": "agents",
     "agent": "agents",
     "status": "query",

@@ -81,6 +81,11 @@ def _open_postgres(text: str, *, create: bool, **options: Any) -> Spool:
     return open_pg(text, create=create, **options)
 
 
+def is_url(target: str | os.PathLike[str]) -> bool:
+    """Whether `target` names a spool that is no directory (a `postgresql://` URL)."""
+    return _POSTGRES.match(os.fspath(target)) is not None
+
+
 def shown(target: str | os.PathLike[str]) -> str:
     """A spool as output names it: a directory as given, a URL without its password."""
     text = os.fspath(target)

@@ -216,6 +216,20 @@ def test_time_of_a_claim_does_not_depend_on_a_slow_listener(pg_spool: PgSpool) -
         watching.stop()
 
 
+PROBE = """
+import json, os, sys
+doc = json.load(sys.stdin)
+spool, data = os.environ["RIDDLE_SPOOL"], os.environ["RIDDLE_DATA"]
+seen = {
+    "data": open(os.path.join(data, "example", "x.txt")).read(),
+    "extracted": json.load(open(os.path.join(spool, doc["data"][0]["file_extracted"]))),
+    "url": os.environ["RIDDLE_SPOOL_URL"],
+}
+json.dump(seen, open(sys.argv[1], "w"))
+print("{}")
+"""
+
+
 def test_agents_elsewhere_need_no_copy_of_the_data_directory(
     pg_cli: Cli, tmp_path: Path
 ) -> None:
@@ -223,18 +237,19 @@ def test_agents_elsewhere_need_no_copy_of_the_data_directory(
     assert submitted.code == 0, submitted.err
     elsewhere = Cli(pg_cli.spool, tmp_path / "empty-data")  # another host: no data files
     (tmp_path / "empty-data").mkdir()
-    seen = tmp_path / "seen"
-    probe = (
-        f"cmd:sh -c 'cat \"$RIDDLE_DATA/example/x.txt\" > {seen}; "
-        f"echo \"$RIDDLE_SPOOL\" >> {seen}; echo \"{{}}\"'"
-    )
+    (tmp_path / "probe.py").write_text(PROBE)
+    seen = tmp_path / "seen.json"
+    probe = f"cmd:{sys.executable} {tmp_path / 'probe.py'} {seen}"
     ran = elsewhere("run", "--once", "--handler", f"solve={probe}", "--handler", "solve=calculator")
     assert ran.code == 0, ran.err
     assert elsewhere("result", "ex").out == "150\n"
-    content, named = seen.read_text().rsplit("\n", 2)[:2]
-    assert content == (pg_cli.data / "example" / "x.txt").read_text().rstrip("\n")
-    assert named == str(pg_cli.spool)  # the URL (it holds no password here)
-    assert not list(Path(tempfile.gettempdir()).glob("riddlectl-data-*"))  # copies removed
+    found = orjson.loads(seen.read_bytes())
+    assert found["data"] == (pg_cli.data / "example" / "x.txt").read_text()
+    assert found["extracted"]["source"] == "example/x.txt"  # a local copy of the extraction
+    assert found["url"] == str(pg_cli.spool)  # the URL (it holds no password here)
+    leftovers = [*Path(tempfile.gettempdir()).glob("riddlectl-data-*")]
+    leftovers += Path(tempfile.gettempdir()).glob("riddlectl-spool-*")
+    assert leftovers == []  # the local copies are removed after each call
 
 
 def test_purge_takes_the_data_files_no_riddle_names_any_more(pg_cli: Cli) -> None:
