@@ -42,6 +42,7 @@ COMMANDS: dict[str, str] = {
     "cancel": "admin",
     "purge": "admin",
     "doctor": "admin",
+    "copy": "admin",
     "cache": "cache",
     "schema": "submit",
     "bench": "bench",

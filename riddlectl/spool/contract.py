@@ -126,6 +126,11 @@ class Spool(abc.ABC):
         """
 
     @abc.abstractmethod
+    def restore(self, riddles: Sequence[Riddle], queue: Queue) -> None:
+        """Store documents into `queue` exactly as they are (`rev`, times and history
+        kept): how `copy` moves a spool. `DuplicateId` (storing none) when an id is taken."""
+
+    @abc.abstractmethod
     def claim(self, queue: Queue, limit: int = 1, now: float | None = None) -> list[Claim]:
         """Claim up to `limit` due riddles of `queue`: highest priority, then oldest.
 
@@ -247,6 +252,11 @@ class Spool(abc.ABC):
         of one riddle in two queues, leftovers of dead writers, what is no riddle in a
         queue. With `fix`, what is safe to mend is mended (`Finding.fixed`). Empty for
         a healthy spool. Riddles' own troubles (orphans, corrupt input) are `doctor`'s."""
+
+    def holders(self) -> list[dict[str, Any]]:
+        """The agents (and commands) of other processes holding claims in this spool
+        now, as far as the spool can tell: who they are (agent, host, pid)."""
+        return []
 
     def data_files(self, riddle: Riddle, data_dir: Path) -> contextlib.AbstractContextManager[Path]:
         """Around one stage's handling of `riddle`: the directory its data files are read

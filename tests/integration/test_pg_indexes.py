@@ -76,9 +76,7 @@ def workload(spool: PgSpool, url: str, data_dir: Path) -> None:
     spool.ids(Queue.INCOMING)
     spool.find("r4")
     # A holder that dies: the reaper's statement, with a claim to give back.
-    other = subprocess.Popen(
-        [sys.executable, "-c", HOLD, url], stdout=subprocess.PIPE, text=True
-    )
+    other = subprocess.Popen([sys.executable, "-c", HOLD, url], stdout=subprocess.PIPE, text=True)
     assert other.stdout is not None and other.stdout.readline()
     other.send_signal(signal.SIGKILL)
     other.wait()

@@ -230,9 +230,7 @@ print("{}")
 """
 
 
-def test_agents_elsewhere_need_no_copy_of_the_data_directory(
-    pg_cli: Cli, tmp_path: Path
-) -> None:
+def test_agents_elsewhere_need_no_copy_of_the_data_directory(pg_cli: Cli, tmp_path: Path) -> None:
     submitted = pg_cli("submit", "-", input=orjson.dumps(example_doc(id="ex")))
     assert submitted.code == 0, submitted.err
     elsewhere = Cli(pg_cli.spool, tmp_path / "empty-data")  # another host: no data files
@@ -252,7 +250,7 @@ def test_agents_elsewhere_need_no_copy_of_the_data_directory(
     assert leftovers == []  # the local copies are removed after each call
 
 
-def test_purge_takes_the_data_files_no_riddle_names_any_more(pg_cli: Cli) -> None:
+def test_purge_takes_old_events_and_the_data_files_no_riddle_names_any_more(pg_cli: Cli) -> None:
     docs = [example_doc(id=f"r{n}", status={"extract": {"required": False}}) for n in (1, 2)]
     assert pg_cli("submit", "-", input=orjson.dumps(docs)).code == 0
     schema = str(pg_cli.spool).rsplit("schema=", 1)[1]
@@ -269,3 +267,6 @@ def test_purge_takes_the_data_files_no_riddle_names_any_more(pg_cli: Cli) -> Non
     assert pg_cli("cancel", "r2").code == 0
     assert pg_cli("purge", "--older-than", "0").code == 0
     assert blobs() == 0
+    # The events logged before the cut go too: what is left is the last purge's.
+    stages = [orjson.loads(line)["stage"] for line in pg_cli("events").out.splitlines()]
+    assert stages == ["purge"]

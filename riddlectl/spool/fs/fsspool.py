@@ -156,6 +156,22 @@ class FsSpool(Spool):
             self._withdraw(stored)  # all or none, also when the disk fills half-way
             raise
 
+    def restore(self, riddles: Sequence[Riddle], queue: Queue) -> None:
+        # For `copy`, which runs with no agent on the spool: no lock is needed.
+        self.refuse_duplicates(riddles)
+        atomic.sync_dirs(self._store_many([(queue, riddle) for riddle in riddles]))
+
+    def holders(self) -> list[dict[str, Any]]:
+        """Claims held now: lock files another process holds (an idle agent holds none)."""
+        found = []
+        for entry in iter_files(self._locks):
+            lock = Lock(entry.path)
+            if lock.try_acquire():
+                lock.release()
+                continue
+            found.append(_record(lock.read_record()) or {"lock": entry.name})
+        return found
+
     def _withdraw(self, stored: Sequence[tuple[Queue, Riddle]]) -> None:
         """Remove riddles this `add` stored, where they still lie untouched. An agent
         cannot have moved one on meanwhile: on a full or failing disk its commit fails."""

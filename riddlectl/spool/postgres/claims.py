@@ -98,3 +98,10 @@ WHERE r.holder IS NOT NULL AND r.holder <> %(me)s
   AND (h.key IS NULL OR pg_try_advisory_xact_lock(h.key))
 ORDER BY r.id
 """
+
+# Holders alive now (their lock is held), other than this process: for `copy`.
+LIVE_HOLDERS = """
+SELECT record FROM holders
+WHERE key <> %(me)s AND NOT pg_try_advisory_xact_lock(key)
+ORDER BY since
+"""

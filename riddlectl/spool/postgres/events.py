@@ -128,8 +128,7 @@ class PgEventLog(EventLog):
             ).fetchall()
         return [(int(seq), _load(body)) for seq, body in rows]
 
-    def purge(self, before: float) -> int:
-        """Drop the events logged before `before` (seconds since the epoch); how many."""
+    def prune(self, before: float) -> int:
         with self.db.transaction() as conn:
             return conn.execute("DELETE FROM events WHERE at < %s", (before,)).rowcount
 

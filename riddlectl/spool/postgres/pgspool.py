@@ -114,6 +114,30 @@ class PgSpool(Spool):
             self._finish(conn, {to for to, _ in placed})
         self._events.taken()
 
+    def restore(self, riddles: Sequence[Riddle], queue: Queue) -> None:
+        riddles = list(riddles)
+        kept = (
+            []
+            if self.data_dir is None
+            else data.gather(riddles, self.data_dir, self.max_data_bytes)
+        )
+        with self.db.transaction() as conn:
+            ids = [riddle.id or "" for riddle in riddles]
+            taken = conn.execute(
+                "SELECT id FROM riddles WHERE id = ANY(%s) ORDER BY id LIMIT 1", (ids,)
+            ).fetchone()
+            if taken is not None or len(set(ids)) < len(ids):
+                where = taken[0] if taken else "copy"
+                raise DuplicateId("id already in the spool", where=where, field="id")
+            self.insert(conn, [(queue, riddle) for riddle in riddles])
+            data.store(conn, kept)
+            self._finish(conn, [queue])
+
+    def holders(self) -> list[dict[str, Any]]:
+        with self.db.session() as conn:
+            rows = conn.execute(sql.LIVE_HOLDERS, self._me()).fetchall()
+        return [dict(record) for (record,) in rows]
+
     def insert(self, conn: Conn, placed: Sequence[tuple[Queue, Riddle]]) -> None:
         """Store documents as they are (no stamp), in one statement."""
         rows = [_row(to, riddle) for to, riddle in placed]

@@ -67,6 +67,7 @@ MIGRATIONS: list[str] = [
         at double precision NOT NULL,
         body text NOT NULL
     ) WITH (autovacuum_vacuum_insert_scale_factor = 0.05);
+    CREATE INDEX events_at ON events (at);
     CREATE TABLE extractions (
         key text PRIMARY KEY,
         extractor text NOT NULL,
