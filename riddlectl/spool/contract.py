@@ -254,8 +254,9 @@ class Spool(abc.ABC):
         a healthy spool. Riddles' own troubles (orphans, corrupt input) are `doctor`'s."""
 
     def holders(self) -> list[dict[str, Any]]:
-        """The agents (and commands) of other processes holding claims in this spool
-        now, as far as the spool can tell: who they are (agent, host, pid)."""
+        """The agents (and commands) holding claims in this spool now, as far as the
+        spool can tell (a claim of this process may count), each as its claim record
+        (agent, host, pid) where there is one: what `copy` refuses to run beside."""
         return []
 
     def data_files(self, riddle: Riddle, data_dir: Path) -> contextlib.AbstractContextManager[Path]:

@@ -169,7 +169,8 @@ class FsSpool(Spool):
             if lock.try_acquire():
                 lock.release()
                 continue
-            found.append(_record(lock.read_record()) or {"lock": entry.name})
+            with contextlib.suppress(OSError), open(entry.path, "rb") as held:
+                found.append(_record(held.read(4096).strip()) or {"lock": entry.name})
         return found
 
     def _withdraw(self, stored: Sequence[tuple[Queue, Riddle]]) -> None:
