@@ -181,8 +181,11 @@ def doctor(
 @guarded
 def copy_spool(
     ctx: typer.Context,
-    source: Annotated[str, typer.Option("--from", help="The spool to copy (a directory or URL).")],
     target: Annotated[str, typer.Option("--to", help="The spool to copy into (made if need be).")],
+    source: Annotated[
+        str | None,
+        typer.Option("--from", help="The spool to copy (a directory or URL; default: --spool)."),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the counts as JSON.")] = False,
 ) -> None:
     """Copy a whole spool into a new one, of either kind: ids, queues, documents and
@@ -193,6 +196,7 @@ def copy_spool(
     from riddlectl.spool import shown
 
     settings = resolve(ctx)
+    source = source or str(settings.spool)
     names = (shown(source), shown(target))
     origin = runtime.open_spool(replace(settings, spool=Path(source)), create=False)
     into = runtime.open_spool(replace(settings, spool=Path(target)), writable=True)

@@ -43,9 +43,11 @@ COMMANDS: dict[str, list[str]] = {
     "doctor": ["doctor"],
     "purge": ["purge", "--older-than", "0s"],
     "schema": ["schema"],
+    "ingest": ["ingest", "."],
+    "copy": ["copy", "--to", "copied"],
 }
 # Commands that only read work on a read-only spool; the others refuse it (exit 5).
-READERS = {"status", "show", "result", "events", "schema"}
+READERS = {"status", "show", "result", "events", "schema", "copy"}
 NEEDS_NO_SPOOL = {"schema"}
 SPOOL_UNUSABLE = 5
 
