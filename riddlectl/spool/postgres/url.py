@@ -14,7 +14,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 from riddlectl.errors import SpoolUnusable
 
 DEFAULT_SCHEMA = "riddlectl"
-SCHEMA_RE = re.compile(r"[a-z_][a-z0-9_]{0,62}")
+SCHEMA_RE = re.compile(r"[a-z_][a-z0-9_]{0,52}")  # + "riddlectl_": a NOTIFY channel
 
 
 @dataclass(frozen=True)
@@ -43,7 +43,7 @@ def parse(text: str) -> SpoolUrl:
     schema = schemas[-1] if schemas else DEFAULT_SCHEMA
     if not SCHEMA_RE.fullmatch(schema):
         raise SpoolUnusable(
-            "schema must be lower-case letters, digits and _ (at most 63)", where=shown
+            "schema must be lower-case letters, digits and _ (at most 53)", where=shown
         )
     rest = urlencode([(key, value) for key, value in query if key != "schema"])
     conninfo = urlunsplit(("postgresql", parts.netloc, parts.path, rest, ""))
