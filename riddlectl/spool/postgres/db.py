@@ -28,12 +28,14 @@ from riddlectl.identity import Actor
 from riddlectl.spool.postgres.url import SpoolUrl
 
 Conn = psycopg.Connection[tuple[Any, ...]]
-# The client side's own keepalives: a server that vanishes is noticed within ~25 s.
+# The client side's own keepalives and user timeout: a server that vanishes, or a link
+# that is cut, is noticed within ~25 s, whether the connection is idle or sending.
 KEEPALIVES = {
     "keepalives": 1,
     "keepalives_idle": 10,
     "keepalives_interval": 5,
     "keepalives_count": 3,
+    "tcp_user_timeout": 25_000,
 }
 
 
