@@ -22,7 +22,6 @@ import shlex
 import shutil
 import signal
 import subprocess
-import tempfile
 from collections.abc import Iterator
 from typing import Any
 
@@ -32,6 +31,7 @@ from riddlectl import inflight, spool
 from riddlectl.document import codec as documents
 from riddlectl.errors import ConfigError, HandlerFailed, HandlerRefused, HandlerTimeout
 from riddlectl.handlers.base import Job, file_digest
+from riddlectl.identity import scratch_dir
 from riddlectl.spool.extractions import OWN_PATH
 
 EX_DATAERR = 65
@@ -148,7 +148,7 @@ def _spool_view(job: Job) -> Iterator[str | None]:
     if not spool.is_url(job.spool_root):
         yield None
         return
-    here = tempfile.mkdtemp(prefix="riddlectl-spool-")
+    here = scratch_dir("spool")
     try:
         for item, found in zip(job.riddle.data, job.extractions, strict=False):
             reference = item.file_extracted

@@ -11,7 +11,7 @@ done, solved once.
 
 Needs root, `ip` and PostgreSQL's server binaries; skipped without them (and under
 `CI=true` it fails instead, as the other PostgreSQL tests do). It takes half a minute to
-a minute and a half (the far handler's pause, the detection, agents starting): the one
+a minute (the far handler's pause, the detection, agents starting): the one
 test of what a cut network does, so it runs with the others.
 """
 
@@ -55,8 +55,8 @@ def tools() -> str | None:
     """Why this test cannot run here, or None."""
     if os.geteuid() != 0:
         return "needs root (network namespaces)"
-    if shutil.which("ip") is None:
-        return "needs iproute2's ip"
+    if shutil.which("ip") is None or shutil.which("setpriv") is None:
+        return "needs iproute2's ip and util-linux's setpriv"
     for tool in ("initdb", "postgres"):
         if shutil.which(tool) is None and not list(
             Path("/usr/lib/postgresql").glob(f"*/bin/{tool}")
@@ -112,13 +112,20 @@ def server(ns: str, address: str) -> Iterator[str]:
     os.chown(data, postgres.pw_uid, postgres.pw_gid)
     os.chown(home, postgres.pw_uid, postgres.pw_gid)
     as_postgres = ["runuser", "-u", "postgres", "--"]
+    # setpriv execs (runuser forks and waits): the signal that stops the server reaches it.
+    become_postgres = [
+        "setpriv",
+        f"--reuid={postgres.pw_uid}",
+        f"--regid={postgres.pw_gid}",
+        "--clear-groups",
+    ]
     run(*as_postgres, binary("initdb"), "-D", str(data), "--auth=trust", "-U", "postgres")
     with open(data / "pg_hba.conf", "a") as hba:
         hba.write(f"host all all {address.rsplit('.', 1)[0]}.0/24 trust\n")
     options = [f"-c{key}={value}" for key, value in SERVER_TCP.items()]
     proc = subprocess.Popen(
         [
-            "ip", "netns", "exec", ns, *as_postgres, binary("postgres"), "-D", str(data),
+            "ip", "netns", "exec", ns, *become_postgres, binary("postgres"), "-D", str(data),
             f"-clisten_addresses={address}", "-cport=5432", f"-cunix_socket_directories={home}",
             "-cfsync=off", *options,
         ],

@@ -7,7 +7,6 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
-import tempfile
 import textwrap
 import threading
 import time
@@ -238,16 +237,26 @@ def test_agents_elsewhere_need_no_copy_of_the_data_directory(pg_cli: Cli, tmp_pa
     (tmp_path / "probe.py").write_text(PROBE)
     seen = tmp_path / "seen.json"
     probe = f"cmd:{sys.executable} {tmp_path / 'probe.py'} {seen}"
-    ran = elsewhere("run", "--once", "--handler", f"solve={probe}", "--handler", "solve=calculator")
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    (scratch / "riddlectl-data-999999999-left").mkdir()  # left by a process killed with -9
+    ran = elsewhere(
+        "run",
+        "--once",
+        "--handler",
+        f"solve={probe}",
+        "--handler",
+        "solve=calculator",
+        env={"TMPDIR": str(scratch)},
+    )
     assert ran.code == 0, ran.err
     assert elsewhere("result", "ex").out == "150\n"
     found = orjson.loads(seen.read_bytes())
     assert found["data"] == (pg_cli.data / "example" / "x.txt").read_text()
     assert found["extracted"]["source"] == "example/x.txt"  # a local copy of the extraction
     assert found["url"] == str(pg_cli.spool)  # the URL (it holds no password here)
-    leftovers = [*Path(tempfile.gettempdir()).glob("riddlectl-data-*")]
-    leftovers += Path(tempfile.gettempdir()).glob("riddlectl-spool-*")
-    assert leftovers == []  # the local copies are removed after each call
+    assert list(scratch.iterdir()) == []  # local copies removed after each call, and those
+    # of a dead process before the first
 
 
 def test_purge_takes_old_events_and_the_data_files_no_riddle_names_any_more(pg_cli: Cli) -> None:

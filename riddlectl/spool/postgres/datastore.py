@@ -18,13 +18,13 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import shutil
-import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from riddlectl.document import datafiles
 from riddlectl.errors import InvalidData
+from riddlectl.identity import scratch_dir
 from riddlectl.spool.postgres.db import Conn, Database
 
 if TYPE_CHECKING:
@@ -107,7 +107,7 @@ def local_copy(db: Database, riddle: Riddle, data_dir: Path) -> Iterator[Path]:
     if not wanted or not wanted <= set(files):
         yield data_dir
         return
-    here = Path(tempfile.mkdtemp(prefix="riddlectl-data-"))
+    here = Path(scratch_dir("data"))
     try:
         for path, content in files.items():
             parts = [p for p in path.split("/") if p not in ("", ".")]
