@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import pwd
 import shutil
 import signal
 import subprocess
@@ -32,6 +31,7 @@ from pathlib import Path
 import orjson
 import pytest
 
+from tests import pg
 from tests.conftest import Cli, example_doc
 from tests.pg import IN_CI
 from tests.rig import until
@@ -55,23 +55,11 @@ def tools() -> str | None:
     """Why this test cannot run here, or None."""
     if os.geteuid() != 0:
         return "needs root (network namespaces)"
-    if shutil.which("ip") is None or shutil.which("setpriv") is None:
-        return "needs iproute2's ip and util-linux's setpriv"
-    for tool in ("initdb", "postgres"):
-        if shutil.which(tool) is None and not list(
-            Path("/usr/lib/postgresql").glob(f"*/bin/{tool}")
-        ):
-            return f"needs PostgreSQL's {tool}"
-    try:
-        pwd.getpwnam("postgres")
-    except KeyError:
-        return "needs a postgres user to run the server as"
+    if shutil.which("ip") is None:
+        return "needs iproute2's ip"
+    if pg.as_postgres() is None or not pg.binary("initdb") or not pg.binary("postgres"):
+        return "needs PostgreSQL's server (initdb, postgres) and a postgres user"
     return None
-
-
-def binary(tool: str) -> str:
-    found = shutil.which(tool) or next(iter(Path("/usr/lib/postgresql").glob(f"*/bin/{tool}")))
-    return str(found)
 
 
 def run(*argv: str) -> None:
@@ -106,43 +94,15 @@ def server(ns: str, address: str) -> Iterator[str]:
     """A throwaway PostgreSQL server in namespace `ns`, listening on `address`."""
     home = Path(tempfile.mkdtemp(prefix="riddlectl-pg-"))
     home.chmod(0o755)
-    data = home / "data"
-    data.mkdir()
-    postgres = pwd.getpwnam("postgres")
-    os.chown(data, postgres.pw_uid, postgres.pw_gid)
-    os.chown(home, postgres.pw_uid, postgres.pw_gid)
-    as_postgres = ["runuser", "-u", "postgres", "--"]
-    # setpriv execs (runuser forks and waits): the signal that stops the server reaches it.
-    become_postgres = [
-        "setpriv",
-        f"--reuid={postgres.pw_uid}",
-        f"--regid={postgres.pw_gid}",
-        "--clear-groups",
-    ]
-    run(*as_postgres, binary("initdb"), "-D", str(data), "--auth=trust", "-U", "postgres")
-    with open(data / "pg_hba.conf", "a") as hba:
-        hba.write(f"host all all {address.rsplit('.', 1)[0]}.0/24 trust\n")
     options = [f"-c{key}={value}" for key, value in SERVER_TCP.items()]
-    proc = subprocess.Popen(
-        [
-            "ip", "netns", "exec", ns, *become_postgres, binary("postgres"), "-D", str(data),
-            f"-clisten_addresses={address}", "-cport=5432", f"-cunix_socket_directories={home}",
-            "-cfsync=off", *options,
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )  # fmt: skip
+    options += [f"-clisten_addresses={address}", f"-cunix_socket_directories={home}"]
+    proc = pg.start(home, options, prefix=["ip", "netns", "exec", ns], hba=address)
     url = f"postgresql://postgres@{address}:5432/postgres"
     try:
         until(lambda: _answers(ns, url), 30)
         yield url
     finally:
-        proc.send_signal(signal.SIGINT)  # a fast shutdown
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.wait(timeout=20)
-        if proc.poll() is None:
-            proc.kill()
-        shutil.rmtree(home, ignore_errors=True)
+        pg.stop(proc, home)
 
 
 def _answers(ns: str, url: str) -> bool:

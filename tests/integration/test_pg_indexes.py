@@ -23,6 +23,7 @@ import pytest
 from riddlectl.spool import open_spool
 from riddlectl.spool.postgres.pgspool import PgSpool
 from riddlectl.spool.states import Queue
+from tests import pg
 from tests.contract.conftest import riddle
 from tests.rig import until
 
@@ -125,7 +126,7 @@ def test_every_query_of_an_agent_uses_an_index(
     assert len(statements) >= 15, statements  # the workload reached the agent's queries
     schema = spool.url.schema
     unindexed = []
-    with psycopg.connect(pg_url.split("?")[0], autocommit=True) as conn:
+    with psycopg.connect(pg.without_schema(pg_url), autocommit=True) as conn:
         conn.execute(f'SET search_path TO "{schema}"')
         conn.execute("SET enable_seqscan = off")
         cursor = psycopg.ClientCursor(conn)
