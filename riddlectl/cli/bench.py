@@ -42,6 +42,15 @@ def bench(
     startup_runs: Annotated[
         int, typer.Option(help="With --startup: runs of each command.", min=1)
     ] = 20,
+    spool: Annotated[
+        str | None,
+        typer.Option(
+            "--spool",
+            help="Run the pipeline on this PostgreSQL server (postgresql://…), in a schema "
+            "of its own dropped at the end, instead of a temporary directory.",
+            metavar="URL",
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object.")] = False,
 ) -> None:
     """Run the built-in pipeline on generated riddles in a temporary spool; report speed."""
@@ -54,6 +63,11 @@ def bench(
         else:
             typer.echo(startup_bench.render(timed))
         return
+    if spool is not None:
+        from riddlectl.spool import is_url
+
+        if not is_url(spool):
+            fail(f"--spool: expected a postgresql:// URL, got {spool!r}", ExitCode.USAGE)
     quiet_watchdog()
     from riddlectl.bench import peers as peer_bench
     from riddlectl.bench import pipeline as benchmark
@@ -69,6 +83,7 @@ def bench(
         fsync=not no_fsync,
         status_riddles=status_riddles,
         peers=chosen,
+        spool=spool,
     )
     outcome = benchmark.run_bench(options)
     if as_json:

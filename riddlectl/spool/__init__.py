@@ -81,6 +81,15 @@ def _open_postgres(text: str, *, create: bool, **options: Any) -> Spool:
     return open_pg(text, create=create, **options)
 
 
+def remove_spool(target: str) -> None:
+    """Drop a PostgreSQL spool's schema and all it holds (`bench` cleans up so); a
+    directory spool is the caller's to remove."""
+    if _POSTGRES.match(target):
+        from riddlectl.spool.postgres.opening import drop
+
+        drop(target)
+
+
 def is_url(target: str | os.PathLike[str]) -> bool:
     """Whether `target` names a spool that is no directory (a `postgresql://` URL)."""
     return _POSTGRES.match(os.fspath(target)) is not None

@@ -8,16 +8,20 @@ At submit (`PgSpool.add`), each data file a riddle names is read by the rules of
 contents. A file that cannot be read then is not stored: the agent looks for it in its
 own data directory, and fails the riddle as it always did when it is not there either.
 
-An agent handles a riddle with stored files in a private temporary directory holding
-them at their paths (`local_copy`), removed once the stage is over; handlers, `cmd:`
-ones included, see an ordinary data directory (`RIDDLE_DATA`).
+An agent handles a riddle with stored files in a private local directory holding them
+at their paths (`LocalCopies`); handlers, `cmd:` ones included, see an ordinary data
+directory (`RIDDLE_DATA`).
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import hashlib
 import shutil
+import tempfile
+import threading
+from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -92,30 +96,83 @@ def forget(conn: Conn, riddle_id: str) -> None:
         )
 
 
-@contextlib.contextmanager
-def local_copy(db: Database, riddle: Riddle, data_dir: Path) -> Iterator[Path]:
-    """A directory holding `riddle`'s stored data files at their paths, for the time of the
-    `with`; `data_dir` when some of them are not stored (see the module's docstring)."""
-    wanted = {item.file_plain for item in riddle.data}
-    with db.session() as conn:
-        rows = conn.execute(
-            "SELECT d.path, b.content FROM riddle_data d JOIN blobs b USING (sha256) "
-            "WHERE d.riddle_id = %s",
-            (riddle.id,),
-        ).fetchall()
-    files = {path: bytes(content) for path, content in rows}
-    if not wanted or not wanted <= set(files):
-        yield data_dir
-        return
-    here = Path(scratch_dir("data"))
-    try:
-        for path, content in files.items():
+class LocalCopies:
+    """The local copies of data files this process keeps, one directory per set of
+    (path, content) a riddle names, so that riddles naming the same files share one and a
+    riddle's next stage finds it made: the `KEEP` used last are kept, in a private
+    directory removed when the process ends (and by the next one, after `kill -9`)."""
+
+    KEEP = 64
+
+    def __init__(self) -> None:
+        self._mutex = threading.Lock()
+        self._views: OrderedDict[str, Path] = OrderedDict()
+        self._using: dict[str, int] = {}
+        self._root: Path | None = None
+
+    @contextlib.contextmanager
+    def local_copy(self, db: Database, riddle: Riddle, data_dir: Path) -> Iterator[Path]:
+        """A directory holding `riddle`'s stored data files at their paths; `data_dir`
+        when some of them are not stored (see the module's docstring)."""
+        wanted = {item.file_plain for item in riddle.data}
+        with db.session() as conn:
+            rows = conn.execute(
+                "SELECT path, sha256 FROM riddle_data WHERE riddle_id = %s", (riddle.id,)
+            ).fetchall()
+        files = dict(rows)
+        if not wanted or not wanted <= set(files):
+            yield data_dir
+            return
+        key = hashlib.sha256(repr(sorted(files.items())).encode()).hexdigest()[:32]
+        view = self._take(key) or self._make(db, key, files)
+        try:
+            yield view
+        finally:
+            with self._mutex:
+                self._using[key] -= 1
+
+    def _take(self, key: str) -> Path | None:
+        with self._mutex:
+            view = self._views.get(key)
+            if view is not None:
+                self._views.move_to_end(key)
+                self._using[key] = self._using.get(key, 0) + 1
+            return view
+
+    def _make(self, db: Database, key: str, files: dict[str, str]) -> Path:
+        with db.session() as conn:
+            rows = conn.execute(
+                "SELECT sha256, content FROM blobs WHERE sha256 = ANY(%s)", (list(files.values()),)
+            ).fetchall()
+        contents = {sha: bytes(content) for sha, content in rows}
+        with self._mutex:
+            if self._root is None:
+                self._root = Path(scratch_dir("data"))
+                atexit.register(shutil.rmtree, self._root, True)
+            root = self._root
+        making = Path(tempfile.mkdtemp(prefix=".making-", dir=root))
+        for path, sha in files.items():
             parts = [p for p in path.split("/") if p not in ("", ".")]
-            if not parts or ".." in parts or path.startswith("/"):
-                continue  # never stored: submit refuses such paths
-            target = here.joinpath(*parts)
+            if not parts or ".." in parts or path.startswith("/") or sha not in contents:
+                continue  # never stored so: submit refuses such paths
+            target = making.joinpath(*parts)
             target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(content)
-        yield here
-    finally:
-        shutil.rmtree(here, ignore_errors=True)
+            target.write_bytes(contents[sha])
+        view = root / key
+        with self._mutex:
+            if key in self._views:  # made by another thread meanwhile
+                shutil.rmtree(making, ignore_errors=True)
+            else:
+                making.rename(view)
+                self._views[key] = view
+            self._using[key] = self._using.get(key, 0) + 1
+            self._evict()
+        return view
+
+    def _evict(self) -> None:
+        for old in list(self._views):
+            if len(self._views) <= self.KEEP:
+                return
+            if not self._using.get(old):
+                shutil.rmtree(self._views.pop(old), ignore_errors=True)
+                self._using.pop(old, None)

@@ -83,12 +83,17 @@ class Database:
                 raise self.unreachable(exc) from None
 
     @contextlib.contextmanager
-    def transaction(self, hold: bool = False) -> Iterator[Conn]:
+    def transaction(self, hold: bool = False, durable: bool = True) -> Iterator[Conn]:
         """One transaction on the shared connection: all of it or nothing. A connection
         found dead when the transaction begins (the server restarted, or ended it) is
-        made again once: nothing was sent yet, so nothing can be done twice."""
+        made again once: nothing was sent yet, so nothing can be done twice.
+
+        Not `durable`: its commit does not wait for the disk (`synchronous_commit`
+        off), for what a server crash may lose safely: a claim lost is taken again
+        (its holder's later commit is refused by the token), a mark or a release lost
+        is undone by the reaper, as the crash ended every holder's session."""
         with self._mutex:
-            conn = self._begun(hold)
+            conn = self._begun(hold, durable)
             try:
                 yield conn
             except psycopg.OperationalError as exc:
@@ -104,13 +109,13 @@ class Database:
                 self._drop()
                 raise self.unreachable(exc) from None
 
-    def _begun(self, hold: bool) -> Conn:
+    def _begun(self, hold: bool, durable: bool) -> Conn:
         for attempt in range(2):
             try:
                 conn = self._connection()
                 if hold:
                     self._hold(conn)
-                conn.execute("BEGIN")
+                conn.execute("BEGIN" if durable else "BEGIN; SET LOCAL synchronous_commit = off")
                 return conn
             except psycopg.OperationalError as exc:
                 self._drop()

@@ -47,10 +47,10 @@ class PgEventLog(EventLog):
             self.insert(conn, rows)
 
     def insert(self, conn: Conn, rows: list[bytes]) -> None:
-        now = time.time()
-        conn.cursor().executemany(
-            "INSERT INTO events (at, body) VALUES (%s, %s)",
-            [(now, row.decode()) for row in rows],
+        conn.execute(
+            "INSERT INTO events (at, body) SELECT %s, body FROM unnest(%s::text[]) "
+            "WITH ORDINALITY AS e(body, n) ORDER BY n",
+            (time.time(), [row.decode() for row in rows]),
         )
 
     @contextlib.contextmanager

@@ -30,3 +30,12 @@ def open_pg(
     else:
         spool.check()
     return spool
+
+
+def drop(text: str) -> None:
+    """Drop the schema the URL `text` names, with everything in it."""
+    url = urls.parse(text)
+    spool = PgSpool(url)
+    with spool.db.session() as conn:
+        conn.execute(f'DROP SCHEMA IF EXISTS "{url.schema}" CASCADE')
+    spool.disconnect()

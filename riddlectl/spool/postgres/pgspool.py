@@ -70,6 +70,7 @@ class PgSpool(Spool):
         self._events = PgEventLog(self.db)
         self._extractions = PgExtractionCache(self.db)
         self.inputs = Inputs(self)
+        self._copies = data.LocalCopies()
         self._reaped = 0.0
         self.contended = 0  # SKIP LOCKED passes over rows being claimed: never waited on
 
@@ -189,7 +190,7 @@ class PgSpool(Spool):
         if not claim.open:
             return
         claim.open = False
-        with self.db.session() as conn:
+        with self.db.transaction(durable=False) as conn:
             conn.execute(sql.RELEASE, {"id": claim.riddle.id, "token": claim.token})
 
     def delete(self, claim: Claim) -> None:
@@ -211,7 +212,7 @@ class PgSpool(Spool):
         self._mark(claim, False)
 
     def _mark(self, claim: Claim, begun: bool) -> None:
-        with self.db.session() as conn:
+        with self.db.transaction(durable=False) as conn:
             conn.execute(sql.MARK, {"begun": begun, "id": claim.riddle.id, "token": claim.token})
 
     # -- claiming -------------------------------------------------------------------------
@@ -220,7 +221,7 @@ class PgSpool(Spool):
         now = time.time() if now is None else now
         self.reap(every=REAP_EVERY)
         self.inputs.read_drop_ins(queue)
-        with self.db.transaction(hold=True) as conn:
+        with self.db.transaction(hold=True, durable=False) as conn:
             rows = conn.execute(
                 sql.CLAIM,
                 {"queue": queue.value, "now": now, "limit": limit, "holder": self.db.holder},
@@ -235,7 +236,7 @@ class PgSpool(Spool):
         started = time.monotonic()
         told = False
         while True:
-            with self.db.transaction(hold=True) as conn:
+            with self.db.transaction(hold=True, durable=False) as conn:
                 row = conn.execute(
                     sql.CLAIM_ID, {"id": riddle_id, "holder": self.db.holder}
                 ).fetchone()
@@ -271,7 +272,7 @@ class PgSpool(Spool):
         if time.monotonic() - self._reaped < every:
             return []
         self._reaped = time.monotonic()
-        with self.db.transaction() as conn:
+        with self.db.transaction(durable=False) as conn:
             freed = [(i, Queue(q)) for i, q in conn.execute(sql.REAP, self._me()).fetchall()]
             self._finish(conn, [queue for _, queue in freed])
         return freed
@@ -392,7 +393,7 @@ class PgSpool(Spool):
     def data_files(self, riddle: Riddle, data_dir: Path) -> contextlib.AbstractContextManager[Path]:
         if not riddle.data:
             return contextlib.nullcontext(data_dir)
-        return data.local_copy(self.db, riddle, data_dir)
+        return self._copies.local_copy(self.db, riddle, data_dir)
 
     def close(self) -> None:
         pass  # the connection is kept: claims may still be open; it ends with the process
