@@ -176,9 +176,14 @@ class Bench:
         return self.payload()
 
 
+def without_schema(url: str) -> str:
+    """`url` without riddlectl's own `schema` parameter: as libpq takes it."""
+    return re.sub(r"([?&])schema=[^&]*&?", r"\1", url).rstrip("?&")
+
+
 def bench_schema(url: str) -> str:
     """`url` with the bench run's own schema in place of any it names."""
-    base = re.sub(r"([?&])schema=[^&]*&?", r"\1", url).rstrip("?&")
+    base = without_schema(url)
     return f"{base}{'&' if '?' in base else '?'}schema=riddlectl_bench_{os.getpid()}"
 
 
@@ -452,6 +457,8 @@ def run_bench(options: BenchOptions) -> dict[str, Any]:
                 root / "status", template, options.status_riddles, bench.data
             )
     if options.peers:
+        if options.spool:  # the peers on PostgreSQL use the same server
+            os.environ.setdefault("RIDDLECTL_BENCH_PG", without_schema(options.spool))
         out["peers"] = peers_phase(options)
     out["ratios"], out["targets"] = judge(out, options)
     return out

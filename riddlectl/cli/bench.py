@@ -27,7 +27,8 @@ def bench(
         str | None,
         typer.Option(
             help="Also run the same pipeline on these peer queues, comma-separated, or all "
-            "(naive, dirq, persist-queue, huey-file).",
+            "(naive, dirq, persist-queue, huey-file); procrastinate, on the --spool server, "
+            "by name.",
             metavar="NAMES",
         ),
     ] = None,
