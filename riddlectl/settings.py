@@ -16,7 +16,8 @@ from riddlectl.document.codec import MAX_DOCUMENT_BYTES, MIN_DOCUMENT_BYTES, Lim
 from riddlectl.errors import ConfigError, SpoolUnusable
 
 DEFAULT_HANDLERS: dict[str, tuple[str, ...]] = {
-    "extract": ("text",),
+    # The built-in extractors, one per family of data types (handlers.registry's table).
+    "extract": ("text", "table"),
     "solve": ("calculator",),
     "validate": ("gatekeeper",),
 }

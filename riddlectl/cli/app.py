@@ -44,6 +44,8 @@ COMMANDS: dict[str, str] = {
     "doctor": "admin",
     "copy": "admin",
     "cache": "cache",
+    "serve": "web",
+    "metrics": "web",
     "schema": "submit",
     "bench": "bench",
 }

@@ -40,6 +40,17 @@ def bench(
             "importing typer and pydantic.",
         ),
     ] = False,
+    web: Annotated[
+        bool,
+        typer.Option(
+            "--web",
+            help="Only time the web UI: its pages over --web-riddles riddles, and the "
+            "server's CPU with 20 live tabs open while --riddles riddles flow.",
+        ),
+    ] = False,
+    web_riddles: Annotated[
+        int, typer.Option(help="With --web: riddles in the spool served.", min=100)
+    ] = 100_000,
     startup_runs: Annotated[
         int, typer.Option(help="With --startup: runs of each command.", min=1)
     ] = 20,
@@ -52,9 +63,32 @@ def bench(
             metavar="URL",
         ),
     ] = None,
+    extractors: Annotated[
+        bool,
+        typer.Option(
+            "--extractors",
+            help="Only score the built-in extractors on generated data files: accuracy and "
+            "time per item, per data type.",
+        ),
+    ] = False,
+    cases: Annotated[
+        int, typer.Option(help="With --extractors: generated files per data type.", min=1)
+    ] = 200,
+    seed: Annotated[int, typer.Option(help="With --extractors: the generators' seed.")] = 1,
+    types: Annotated[
+        str | None,
+        typer.Option(
+            help="With --extractors: only these data types, comma-separated "
+            "(csv, json, image, audio).",
+            metavar="TYPES",
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object.")] = False,
 ) -> None:
     """Run the built-in pipeline on generated riddles in a temporary spool; report speed."""
+    if extractors:
+        _bench_extractors(cases, seed, types, as_json)
+        return
     if startup:
         from riddlectl.bench import startup as startup_bench
 
@@ -63,6 +97,9 @@ def bench(
             emit_json(timed)
         else:
             typer.echo(startup_bench.render(timed))
+        return
+    if web:
+        _web_bench(web_riddles, riddles, as_json)
         return
     if spool is not None:
         from riddlectl.spool import is_url
@@ -87,6 +124,37 @@ def bench(
         spool=spool,
     )
     outcome = benchmark.run_bench(options)
+    if as_json:
+        emit_json(outcome)
+    else:
+        typer.echo(render(outcome))
+
+
+def _bench_extractors(cases: int, seed: int, types: str | None, as_json: bool) -> None:
+    from riddlectl.bench.extractors import runner
+
+    chosen = [t.strip() for t in types.split(",") if t.strip()] if types is not None else None
+    unknown = sorted(set(chosen or ()) - set(runner.GENERATORS))
+    if chosen is not None and (unknown or not chosen):
+        known = ", ".join(runner.GENERATORS)
+        fail(
+            f"--types: unknown data type {', '.join(unknown) or '(none)'} (known: {known})",
+            ExitCode.USAGE,
+        )
+    outcome = runner.run_extractor_bench(cases, seed, chosen)
+    if as_json:
+        emit_json(outcome)
+    else:
+        typer.echo(runner.render(outcome))
+
+
+def _web_bench(riddles: int, flow: int, as_json: bool) -> None:
+    from riddlectl.web import require_extra
+
+    require_extra()
+    from riddlectl.bench.web import WebBenchOptions, render, run_web_bench
+
+    outcome = run_web_bench(WebBenchOptions(riddles=riddles, flow=flow))
     if as_json:
         emit_json(outcome)
     else:

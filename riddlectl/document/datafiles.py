@@ -2,8 +2,10 @@
 
 A `file_plain` is a path relative to the data directory. It may not be absolute, may not
 contain `..`, and may not resolve (through symbolic links) outside the directory; the file
-must exist, be a regular file within the size limit, and for `text` items be UTF-8. Every
-check happens before the content is read, so a hostile path never reads its target.
+must exist, be a regular file within the size limit, and for the text types (`text`, `csv`,
+`json`: `datatypes.TEXT_TYPES`) be UTF-8; other types (`image`, `audio`, one's own) are
+bytes, never required to be UTF-8. Every check happens before the content is read, so a
+hostile path never reads its target.
 """
 
 from __future__ import annotations
@@ -14,9 +16,10 @@ import stat
 from pathlib import Path
 
 from riddlectl.document.codec import read_at_most
+from riddlectl.document.datatypes import TEXT_TYPES
 from riddlectl.errors import InvalidData
 
-TEXT_TYPES = frozenset({"text", "csv", "json"})
+__all__ = ["TEXT_TYPES", "check", "read", "real_dir", "resolve", "resolve_stat"]
 
 
 def resolve(
@@ -86,7 +89,8 @@ def _walk(base: str, parts: list[str]) -> tuple[str, os.stat_result | None]:
 def read(
     path: Path | str, item_type: str, max_bytes: int, where: str = "data", field: str = "file_plain"
 ) -> bytes:
-    """The content of a resolved data file, refusing oversize and (for text) non-UTF-8."""
+    """The content of a resolved data file, refusing oversize and (for the text types)
+    non-UTF-8."""
     fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
     try:
         content = read_at_most(fd, max_bytes + 1, os.fstat(fd).st_size)
@@ -111,10 +115,12 @@ def read(
 def check(
     data_dir: Path, file_plain: str, item_type: str, max_bytes: int, where: str, field: str
 ) -> None:
-    """Every check `read` makes, for submit-time refusal (the content is read to check UTF-8)."""
+    """Every check `read` makes, for submit-time refusal: the content of a text type is
+    read to check that it is UTF-8; a binary one's is not read at all."""
     path = resolve(data_dir, file_plain, where, field)
     if path.stat().st_size > max_bytes:
         raise InvalidData(
             f"{file_plain!r} is over the {max_bytes}-byte limit", where=where, field=field
         )
-    read(path, item_type, max_bytes, where, field)
+    if item_type in TEXT_TYPES:
+        read(path, item_type, max_bytes, where, field)

@@ -17,9 +17,10 @@ import hashlib
 import os
 import stat
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from riddlectl.document.model import Riddle
@@ -91,3 +92,12 @@ def file_digest(path: str) -> str | None:
             _digests.clear()
         _digests[seen] = digest
     return digest
+
+
+def code_version(version: str, modules: Iterable[ModuleType]) -> str:
+    """`version` and a digest of the files of `modules` (`2.5d1e07a2`): a built-in's
+    identity, so that a riddlectl whose code reads files differently does not reuse an
+    older one's extractions."""
+    digests = [file_digest(m.__file__ or "") or "-" for m in modules]
+    code = hashlib.sha256("\0".join(digests).encode()).hexdigest()[:8]
+    return f"{version}.{code}"

@@ -1,20 +1,18 @@
 """Handlers by name: what a stage's handler names resolve to (see `base` for what a
 handler is).
 
-Names: a built-in (`text`, `calculator`, `gatekeeper`), an entry point in the group
+Names: a built-in (`text`, `table`, `calculator`, `gatekeeper`), an entry point in the group
 `riddlectl.handlers`, `module:attr`, or `cmd:COMMAND` for an external command.
 
 A handler's identity (`NamedHandler.identity`) keys the extraction cache, so that changing
-what a handler runs extracts files again: a built-in's version (for `text`, with a digest
-of the modules doing the work); a Python callable's
+what a handler runs extracts files again: a built-in's version (for the extractors, with a
+digest of the modules doing the work); a Python callable's
 `version` attribute, or else the SHA-256 of its module's file; for a command, its command
 line and the content of the files it runs (see `handlers.command`).
 """
 
 from __future__ import annotations
 
-import functools
-import hashlib
 import importlib
 import os
 import sys
@@ -27,16 +25,55 @@ from riddlectl.handlers.base import NamedHandler, file_digest
 ENTRY_POINT_GROUP = "riddlectl.handlers"
 
 
-def _builtins() -> dict[str, dict[str, NamedHandler]]:
-    from riddlectl.handlers.builtin import catalog as b
+#: The built-in extractors: name -> (the handler as module:function, the data types it
+#: reads, a module:function returning its version, which keys the extraction cache).
+#: Imported only when an agent loads the extractor, so `riddlectl status` never imports
+#: an extractor's dependencies. Both functions' module must import, and the version
+#: function run, without the extractor's extra (the agent loads every default extractor
+#: as it starts); the handler says which extra is missing when an item needs it.
+#: An extractor of another data type is one more line here;
+#: its name goes into `settings.DEFAULT_HANDLERS["extract"]` (a test checks they agree):
+#:     "ocr": ("riddlectl.handlers.builtin.ocr:ocr_extractor", ("image",), "...ocr:version"),
+BUILTIN_EXTRACTORS: dict[str, tuple[str, tuple[str, ...], str]] = {
+    "text": (
+        "riddlectl.handlers.builtin.catalog:text_extractor",
+        ("text",),
+        "riddlectl.handlers.builtin.catalog:text_version",
+    ),
+    "table": (
+        "riddlectl.handlers.builtin.tables:table_extractor",
+        ("csv", "json"),
+        "riddlectl.handlers.builtin.tables:table_version",
+    ),
+}
+#: The other stages' built-ins: name -> the handler as module:function.
+_BUILTIN_HANDLERS: dict[str, dict[str, str]] = {
+    "solve": {"calculator": "riddlectl.handlers.builtin.catalog:calculator"},
+    "validate": {"gatekeeper": "riddlectl.handlers.builtin.catalog:gatekeeper"},
+}
 
-    return {
-        "extract": {
-            "text": NamedHandler("text", b.text_extractor, frozenset({"text"}), _text_version())
-        },
-        "solve": {"calculator": NamedHandler("calculator", b.calculator)},
-        "validate": {"gatekeeper": NamedHandler("gatekeeper", b.gatekeeper)},
-    }
+
+def builtin_names(stage: str) -> list[str]:
+    """The names of `stage`'s built-in handlers."""
+    return list(BUILTIN_EXTRACTORS if stage == "extract" else _BUILTIN_HANDLERS.get(stage, {}))
+
+
+def _builtin(stage: str, name: str) -> NamedHandler | None:
+    """The built-in `name` of `stage`, its module imported now; None when there is none."""
+    if stage == "extract" and name in BUILTIN_EXTRACTORS:
+        target, types, version = BUILTIN_EXTRACTORS[name]
+        try:
+            fn, identity = _function(target), str(_function(version)())
+        except ImportError as exc:  # its module must import without its extra; say so
+            raise ConfigError(f"built-in extractor cannot be loaded: {exc}", where=name) from None
+        return NamedHandler(name, fn, frozenset(types), identity)
+    handler = _BUILTIN_HANDLERS.get(stage, {}).get(name)
+    return NamedHandler(name, _function(handler)) if handler else None
+
+
+def _function(spec: str) -> Any:
+    module_name, _, attr = spec.partition(":")
+    return getattr(importlib.import_module(module_name), attr)
 
 
 def load(spec: str, stage: str) -> NamedHandler:
@@ -46,12 +83,12 @@ def load(spec: str, stage: str) -> NamedHandler:
 
         command = CommandHandler(spec.removeprefix("cmd:"), stage)
         return NamedHandler(spec, command)
-    builtin = _builtins().get(stage, {}).get(spec)
+    builtin = _builtin(stage, spec)
     if builtin is not None:
         return builtin
     target = _entry_point(spec) or _import(spec)
     if target is None:
-        known = ", ".join(sorted(_builtins().get(stage, {}))) or "none"
+        known = ", ".join(builtin_names(stage)) or "none"
         raise ConfigError(
             f"unknown handler (built-ins for {stage}: {known}; or module:attr, "
             "an entry point, cmd:COMMAND)",
@@ -67,20 +104,6 @@ def load(spec: str, stage: str) -> NamedHandler:
         frozenset(types) if types else None,
         str(version) if version is not None else _module_version(target),
     )
-
-
-@functools.cache
-def _text_version() -> str:
-    """The `text` extractor's version and a digest of the code it runs, so that a riddlectl
-    whose extractor reads files differently does not reuse the old one's extractions."""
-    from riddlectl.document import numbers
-    from riddlectl.handlers.builtin import catalog as builtin_handlers
-    from riddlectl.handlers.builtin import numberphrases, numberwords, textfacts
-
-    modules = (builtin_handlers, numbers, numberwords, numberphrases, textfacts)
-    digests = [file_digest(m.__file__ or "") or "-" for m in modules]
-    code = hashlib.sha256("\0".join(digests).encode()).hexdigest()[:8]
-    return f"{builtin_handlers.TEXT_VERSION}.{code}"
 
 
 def _module_version(target: Any) -> str:

@@ -11,6 +11,7 @@ import orjson
 
 from riddlectl.document import codec as documents
 from riddlectl.document import datafiles
+from riddlectl.document.datatypes import type_for
 from riddlectl.document.ids import new_id
 from riddlectl.document.model import Riddle
 from riddlectl.errors import InvalidDocument
@@ -37,10 +38,11 @@ def from_flags(
     riddle_id: str | None = None,
     priority: int | None = None,
 ) -> dict[str, Any]:
-    """The document `submit --question …` builds."""
+    """The document `submit --question …` builds; each data item's type is the one its
+    file name's extension suggests (`datatypes.type_for`: `t.csv` is csv, `t.txt` text)."""
     doc: dict[str, Any] = {
         "riddle": {"context": context, "question": question},
-        "data": [{"type": "text", "file_plain": path} for path in data],
+        "data": [{"type": type_for(path), "file_plain": path} for path in data],
         "status": {"extract": {"required": extract}, "validate": {"required": validate}},
     }
     if answer_kind is not None:

@@ -26,7 +26,9 @@ be called ``one`` or ``null``; a single letter is always a name.  A number in di
 :func:`riddlectl.document.numbers.parse_number` reads it, with a lone separator before three
 digits read the German way in a German question (one with a word of
 :data:`riddlectl.handlers.builtin.numberwords.GERMAN_QUESTION_WORDS`: ``Was ist 1,500 mal x?``).
-Names are ``[^\\W\\d]\\w*`` (letters, digits, ``_``; non-ASCII letters too), case kept.
+Names are ``[^\\W\\d]\\w*`` (letters, digits, ``_``; non-ASCII letters too), case kept,
+with dotted parts for nested keys of JSON data (``a.b``: a ``.`` between two letters
+joins them into one name; ``x. y`` and ``x .y`` do not).
 
 Bounds (constants of :mod:`riddlectl.handlers.builtin.questions`; work beyond them raises
 :class:`BoundsError` before it is done): :data:`MAX_QUESTION_CHARS` = 10,000 characters;
@@ -73,7 +75,7 @@ _OPERATOR_FIRST_WORDS = {phrase[0] for phrase in WORD_OPERATORS}
 _LEX_RE = re.compile(
     r"(?P<space>\s+)"
     r"|(?P<num>\d+(?:[.,]\d+)*(?:[eE][+-]?\d+)?)"
-    r"|(?P<word>[^\W\d]\w*(?:'\w+)?(?:-[^\W\d]\w*)*)"
+    r"|(?P<word>[^\W\d]\w*(?:\.[^\W\d]\w*)*(?:'\w+)?(?:-[^\W\d]\w*(?:\.[^\W\d]\w*)*)*)"
     r"|(?P<sym>\*\*|>=|<=|==|!=|[-+*/^()<>=\u00d7\u00b7\u00f7\u2212\u2265\u2264\u2260?.!])"
     r"|(?P<bad>.)",
     re.S,

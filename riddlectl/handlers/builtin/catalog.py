@@ -7,23 +7,30 @@ do the work: `textfacts`, `calculator`, `recheck`, `answers`, `numbers`.
 from __future__ import annotations
 
 import struct
+import sys
 from fractions import Fraction
 from typing import Any
 
 import imagesize
 
-from riddlectl.document import answers, datafiles
+from riddlectl.document import answers, datafiles, numbers
 from riddlectl.document.numbers import format_number, parse_number
 from riddlectl.errors import HandlerRefused, InvalidData
-from riddlectl.handlers.base import Job
+from riddlectl.handlers.base import Job, code_version
 from riddlectl.handlers.builtin import calculator as calc
-from riddlectl.handlers.builtin import recheck
+from riddlectl.handlers.builtin import numberphrases, numberwords, recheck, textfacts
 from riddlectl.handlers.builtin.questions import CalcError
 from riddlectl.handlers.builtin.textfacts import MAX_TEXT_BYTES, extract_facts
 
 #: The text extractor's version, part of its cache key: "2" reads percentages, number
 #: words beyond integers and one-letter names, and refuses what it cannot read exactly.
 TEXT_VERSION = "2"
+
+
+def text_version() -> str:
+    """The `text` extractor's identity: its version and a digest of the code reading files."""
+    modules = (sys.modules[__name__], numbers, numberwords, numberphrases, textfacts)
+    return code_version(TEXT_VERSION, modules)
 
 
 def text_extractor(job: Job) -> dict[str, Any]:

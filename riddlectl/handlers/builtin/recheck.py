@@ -127,7 +127,8 @@ def _scan_number(text: str, i: int) -> int:
 
 
 def _scan_word(text: str, i: int) -> int:
-    """End of a word: letters, digits, ``_``, an ``'s``-like tail, hyphenated parts."""
+    """End of a word: letters, digits, ``_``, dotted parts (``a.b``), an ``'s``-like tail,
+    hyphenated parts."""
 
     def run(k: int) -> int:
         while k < len(text) and (text[k].isalnum() or text[k] == "_"):
@@ -135,9 +136,11 @@ def _scan_word(text: str, i: int) -> int:
         return k
 
     j = run(i)
+    while j + 1 < len(text) and text[j] == "." and (text[j + 1].isalpha() or text[j + 1] == "_"):
+        j = run(j + 1)  # a dotted name, a.b
     if j + 1 < len(text) and text[j] == "'" and (text[j + 1].isalnum() or text[j + 1] == "_"):
         j = run(j + 1)
-    while j + 1 < len(text) and text[j] == "-" and (text[j + 1].isalpha() or text[j + 1] == "_"):
+    while j + 1 < len(text) and text[j] in "-." and (text[j + 1].isalpha() or text[j + 1] == "_"):
         j = run(j + 1)
     return j
 

@@ -71,7 +71,7 @@ from riddlectl.handlers.builtin.numberphrases import (
 )
 from riddlectl.handlers.builtin.questions import CalcError
 
-__all__ = ["ASSIGNMENT_WORDS", "MAX_TEXT_BYTES", "TextFacts", "extract_facts"]
+__all__ = ["ASSIGNMENT_WORDS", "MAX_TEXT_BYTES", "TextFacts", "extract_facts", "read_value"]
 
 #: Largest text accepted, in UTF-8 bytes.
 MAX_TEXT_BYTES = 10 * 1024 * 1024
@@ -256,6 +256,14 @@ def _digit_numbers(clause: str, language: str) -> list[tuple[int, Fraction]]:
         per = PER.get(clause[match.end() : match.end() + 1])
         out.append((match.start(), value * per if per else value))
     return out
+
+
+def read_value(text: str, language: str = "en") -> Reading:
+    """One value read as the right-hand side of ``name is …`` is (a table's cell, a JSON
+    string): kind "number" or "digits" (a Fraction), "formula" (with an operator: a bare
+    name such as ``Alice`` is no formula), "unreadable" (value: why), or "" (not a number
+    at all)."""
+    return _interpret_rhs(text, False, language)
 
 
 def _interpret_rhs(rhs: str, strong: bool, language: str) -> Reading:

@@ -1,0 +1,103 @@
+"""Prometheus text for a spool: riddles per queue, transitions and failures per stage, and
+handler durations as a histogram, all taken from the queues and the event log.
+
+`riddlectl metrics` tallies the whole log once; the server tallies it as it follows the
+log (`keeper`), so a scrape costs a count of the queues, not a read of the log. Written
+by hand: the text format is a few lines, not worth a dependency.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+# Upper bounds (seconds) of the duration histogram's buckets.
+BUCKETS = (0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0, 5.0, 10.0, 30.0, 60.0)
+FAILURES = frozenset({"error", "timeout", "failed", "abandoned", "corrupt"})
+
+
+class Tally:
+    """What the event log says so far, added up; safe to feed from one thread while
+    another renders."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.transitions: Counter[tuple[str, str]] = Counter()
+        self.failures: Counter[str] = Counter()
+        self.buckets: dict[str, list[int]] = {}
+        self.sums: dict[str, float] = {}
+        self.counts: Counter[str] = Counter()
+
+    def observe(self, event: Mapping[str, Any]) -> None:
+        stage, outcome = str(event.get("stage") or "none"), str(event.get("outcome") or "none")
+        duration = event.get("duration")
+        with self._lock:
+            self.transitions[(stage, outcome)] += 1
+            if outcome in FAILURES:
+                self.failures[stage] += 1
+            if isinstance(duration, int | float) and duration >= 0:
+                self._time(stage, float(duration))
+
+    def observe_all(self, events: Iterable[Mapping[str, Any]]) -> None:
+        for event in events:
+            self.observe(event)
+
+    def _time(self, stage: str, seconds: float) -> None:
+        counts = self.buckets.setdefault(stage, [0] * len(BUCKETS))
+        for i, bound in enumerate(BUCKETS):
+            if seconds <= bound:
+                counts[i] += 1
+        self.sums[stage] = self.sums.get(stage, 0.0) + seconds
+        self.counts[stage] += 1
+
+    def render(self, queues: Mapping[str, int]) -> str:
+        """The exposition text, with `queues` (riddles per queue, corrupt included)."""
+        lines = [
+            "# HELP riddlectl_riddles Riddles in each queue of the spool.",
+            "# TYPE riddlectl_riddles gauge",
+            *(f'riddlectl_riddles{{queue="{_label(q)}"}} {n}' for q, n in queues.items()),
+        ]
+        with self._lock:
+            lines += self._counters() + self._histogram()
+        return "\n".join(lines) + "\n"
+
+    def _counters(self) -> list[str]:
+        lines = [
+            "# HELP riddlectl_transitions_total Events in the log, by stage and outcome.",
+            "# TYPE riddlectl_transitions_total counter",
+        ]
+        for (stage, outcome), n in sorted(self.transitions.items()):
+            lines.append(
+                f'riddlectl_transitions_total{{stage="{_label(stage)}",'
+                f'outcome="{_label(outcome)}"}} {n}'
+            )
+        lines += [
+            "# HELP riddlectl_failures_total Failed attempts and failures, by stage.",
+            "# TYPE riddlectl_failures_total counter",
+            *(
+                f'riddlectl_failures_total{{stage="{_label(s)}"}} {n}'
+                for s, n in sorted(self.failures.items())
+            ),
+        ]
+        return lines
+
+    def _histogram(self) -> list[str]:
+        name = "riddlectl_handler_duration_seconds"
+        lines = [
+            f"# HELP {name} How long each stage's handlers took per attempt.",
+            f"# TYPE {name} histogram",
+        ]
+        for stage in sorted(self.buckets):
+            label = _label(stage)
+            for bound, n in zip(BUCKETS, self.buckets[stage], strict=True):
+                lines.append(f'{name}_bucket{{stage="{label}",le="{bound:g}"}} {n}')
+            lines.append(f'{name}_bucket{{stage="{label}",le="+Inf"}} {self.counts[stage]}')
+            lines.append(f'{name}_sum{{stage="{label}"}} {self.sums[stage]:.6f}')
+            lines.append(f'{name}_count{{stage="{label}"}} {self.counts[stage]}')
+        return lines
+
+
+def _label(value: str) -> str:
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")

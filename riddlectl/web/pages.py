@@ -1,0 +1,210 @@
+"""`/app/…`: the table, a riddle's page, the actions, the form, and the live stream.
+
+Pages are server-rendered (Jinja2); htmx (shipped in `static/`) swaps the parts that
+change, and `static/app.js` does the rest. No page holds inline script.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import orjson
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from fastapi.templating import Jinja2Templates
+from sse_starlette.sse import EventSourceResponse
+from starlette.datastructures import UploadFile
+
+from riddlectl.errors import InvalidData, InvalidDocument, RiddleError
+from riddlectl.ops import admin
+from riddlectl.web import datafiles, forms, views
+from riddlectl.web import query as tables
+from riddlectl.web.live import Hub
+from riddlectl.web.service import ACTIONS, Service
+
+router = APIRouter(prefix="/app", include_in_schema=False)
+templates = Jinja2Templates(directory=Path(__file__).parent / "templates")
+templates.env.filters["ago"] = views.when
+
+
+def _web(request: Request) -> Service:
+    found: Service = request.app.state.service
+    return found
+
+
+def render(request: Request, template: str, status: int = 200, **values: Any) -> HTMLResponse:
+    web = _web(request)
+    values.setdefault("counts", web.counts())
+    values |= {"read_only": web.read_only, "actions": ACTIONS, "steps": admin.RETRY_STEPS}
+    return templates.TemplateResponse(request, template, values, status_code=status)
+
+
+def error_page(request: Request, exc: RiddleError, status: int) -> HTMLResponse:
+    return render(request, "error.html", status, error=str(exc))
+
+
+# -- the table ---------------------------------------------------------------------------
+
+
+def _table(request: Request) -> dict[str, Any]:
+    web = _web(request)
+    chosen = tables.parse(dict(request.query_params))
+    rows, cursor = tables.page(web.index, chosen)
+    return {"filter": chosen, "rows": rows, "next": cursor, "counts": web.counts()}
+
+
+@router.get("/table", response_class=HTMLResponse)
+def table(request: Request) -> HTMLResponse:
+    return render(request, "table.html", **_table(request), sorts=tables.SORTS)
+
+
+@router.get("/table/rows", response_class=HTMLResponse)
+def table_rows(request: Request) -> HTMLResponse:
+    """The part of the table a live update swaps: counts, rows, the next-page link."""
+    return render(request, "rows.html", **_table(request))
+
+
+@router.get("/live")
+async def live(request: Request) -> EventSourceResponse:
+    hub: Hub = request.app.state.hub
+    return EventSourceResponse(hub.changes(), ping=None, send_timeout=5)
+
+
+# -- a riddle ------------------------------------------------------------------------------
+
+
+@router.get("/riddle/{riddle_id}", response_class=HTMLResponse)
+def riddle(request: Request, riddle_id: str, note: str = "") -> HTMLResponse:
+    web = _web(request)
+    queue, found = web.spool.require(riddle_id)
+    return render(request, "riddle.html", **views.riddle_view(web.spool, queue, found), note=note)
+
+
+# -- actions -------------------------------------------------------------------------------
+
+
+@router.post("/act", response_class=HTMLResponse)
+async def act(request: Request) -> Response:
+    """An action on one riddle, on the rows ticked, or on everything the filter matches
+    (`scope=filter`: first the count and a question, then, once confirmed, the action)."""
+    web = _web(request)
+    form = await request.form()
+    action = str(form.get("action") or "")
+    options = {
+        "from_step": str(form.get("from") or "") or None,
+        "reset_trials": bool(form.get("reset_trials")),
+    }
+    if form.get("scope") == "filter":
+        fields = {k: str(form.get(k)) for k in _FILTER_FIELDS if form.get(k)}
+        chosen = tables.parse(fields)
+        ids = tables.matching_ids(web.index, chosen)
+        if str(form.get("confirmed") or "") != str(len(ids)):
+            return render(
+                request, "confirm.html", action=action, matching=len(ids),
+                filter=chosen, filter_fields=fields, options=options,
+            )  # fmt: skip
+    else:
+        ids = [str(v) for v in form.getlist("id")]
+    if not ids:
+        raise InvalidDocument("no riddle chosen: tick rows first", where=action or "action")
+    outcome = web.act(action, ids, all_or_none=False, **options)  # type: ignore[arg-type]
+    back = str(form.get("back") or "/app/table")
+    if len(ids) == 1 and back.startswith("/app/riddle/"):
+        said = [f"{action}: {d}" for _, d in outcome.done] + [str(e) for e in outcome.refused]
+        note = "; ".join(said)
+        return RedirectResponse(f"{back}?note={_quote(note)}", status_code=303)
+    return render(request, "acted.html", action=action, outcome=outcome, back=_local(back))
+
+
+_FILTER_FIELDS = ("queue", "q", "trial", "solved", "parent", "min_age", "max_age", "sort")
+
+
+def _quote(text: str) -> str:
+    from urllib.parse import quote
+
+    return quote(text[:300])
+
+
+def _local(url: str) -> str:
+    """Only a path of this server: a form cannot send the user elsewhere."""
+    return url if url.startswith("/app/") and "//" not in url else "/app/table"
+
+
+# -- the form ------------------------------------------------------------------------------
+
+
+@router.get("/new", response_class=HTMLResponse)
+def new(request: Request) -> HTMLResponse:
+    return render(request, "new.html", **_form_values(request, {}))
+
+
+def _form_values(request: Request, form: forms.Form) -> dict[str, Any]:
+    return {
+        "form": {k: list(v) for k, v in form.items()},
+        "answer_types": forms.ANSWER_TYPES,
+        "fill_kinds": forms.FILL_KINDS,
+        "data_types": forms.DATA_TYPES,
+    }
+
+
+def _checked(request: Request, form: forms.Form) -> tuple[dict[str, Any] | None, dict[str, str]]:
+    """The document of the form and the errors by form field (empty when it is valid)."""
+    try:
+        doc = forms.build(form)
+    except RiddleError as exc:
+        return None, {forms.field_of(exc): str(exc)}
+    try:
+        _web(request).check(doc)
+    except RiddleError as exc:
+        return doc, {forms.field_of(exc): str(exc)}
+    return doc, {}
+
+
+async def _form(request: Request) -> dict[str, list[str]]:
+    data = await request.form()
+    return {k: [str(v) for v in data.getlist(k)] for k in data}
+
+
+@router.post("/preview", response_class=HTMLResponse)
+async def preview(request: Request) -> HTMLResponse:
+    """The document the form would submit, checked as `submit` checks it."""
+    doc, errors = _checked(request, await _form(request))
+    text = orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() if doc else ""
+    return render(request, "preview.html", document=text, errors=errors, counts={})
+
+
+@router.post("/new", response_class=HTMLResponse)
+async def create(request: Request) -> Response:
+    form = await _form(request)
+    doc, errors = _checked(request, form)
+    if errors or doc is None:
+        values = _form_values(request, form)
+        text = orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() if doc else ""
+        return render(request, "new.html", 400, **values, errors=errors, document=text)
+    riddle_id = _web(request).submit(doc, where="form")[0]
+    return RedirectResponse(f"/app/riddle/{riddle_id}", status_code=303)
+
+
+@router.get("/datafiles", response_class=HTMLResponse)
+def datafile_options(request: Request, data: str = "", prefix: str = "") -> HTMLResponse:
+    """`<option>`s for the data file names starting with what was typed."""
+    names = datafiles.complete(_web(request).settings.data_dir, prefix or data)
+    return render(request, "options.html", names=names, counts={})
+
+
+@router.post("/upload", response_class=HTMLResponse)
+async def upload(request: Request) -> HTMLResponse:
+    """A file into the data directory (`uploads/`), its name sanitised; refused over the
+    data size limit, before the body is read when its length says so."""
+    web = _web(request)
+    limit = web.settings.max_data_bytes
+    if int(request.headers.get("content-length") or 0) > limit + 64 * 1024:
+        raise InvalidData(f"over the size limit of {limit} bytes", where="upload")
+    form = await request.form(max_files=1, max_fields=10)
+    file = form.get("file")
+    if not isinstance(file, UploadFile):
+        raise InvalidDocument("no file given", where="upload", field="file")
+    chunks = [await file.read(limit + 1)]
+    name = datafiles.store(web.settings.data_dir, file.filename or "upload", iter(chunks), limit)
+    return render(request, "uploaded.html", name=name, counts={})

@@ -1,0 +1,95 @@
+// riddlectl's pages: the live table, and the form's small helpers. Loaded from the
+// server (the Content-Security-Policy allows no inline script), after htmx.
+(function () {
+  "use strict";
+  var LIVE_KEY = "riddlectl.live";
+
+  // -- the live table: one EventSource per tab, closed while the tab is hidden --------
+  function setupLive() {
+    var rows = document.getElementById("rows");
+    var toggle = document.getElementById("live-toggle");
+    if (!rows || !rows.dataset.live) return;
+    var source = null;
+    var wanted = localStorage.getItem(LIVE_KEY) !== "off";
+    if (toggle) toggle.checked = wanted;
+    var seen = null;
+
+    function open() {
+      if (source || !wanted || document.hidden) return;
+      source = new EventSource(rows.dataset.live);
+      source.addEventListener("change", function (event) {
+        var data = JSON.parse(event.data);
+        if (seen !== null && data.version !== seen) {
+          if (!anyTicked()) htmx.trigger(rows, "refresh");
+          else updateCounts(data.counts);
+        }
+        seen = data.version;
+      });
+    }
+    function close() {
+      if (source) { source.close(); source = null; }
+    }
+    function anyTicked() {
+      // Leave the rows alone while the user is choosing some: only the counts move.
+      return rows.querySelector("input[name=id]:checked") !== null;
+    }
+    if (toggle) {
+      toggle.addEventListener("change", function () {
+        wanted = toggle.checked;
+        localStorage.setItem(LIVE_KEY, wanted ? "on" : "off");
+        if (wanted) { htmx.trigger(rows, "refresh"); open(); } else { close(); }
+      });
+    }
+    document.addEventListener("visibilitychange", function () {
+      if (document.hidden) { close(); } else { htmx.trigger(rows, "refresh"); open(); }
+    });
+    window.addEventListener("pagehide", close);
+    open();
+  }
+
+  function updateCounts(counts) {
+    Object.keys(counts || {}).forEach(function (queue) {
+      var el = document.querySelector('#counts [data-queue="' + queue + '"] .n');
+      if (el) el.textContent = counts[queue];
+    });
+  }
+
+  // -- the form ------------------------------------------------------------------------
+  function setupForm() {
+    var form = document.getElementById("new-form");
+    if (!form) return;
+    var add = document.getElementById("add-data");
+    var answer = document.getElementById("answer-type");
+    function showAnswerFields() {
+      form.querySelectorAll(".answer-fields").forEach(function (el) {
+        el.hidden = el.dataset.for !== answer.value;
+      });
+    }
+    answer.addEventListener("change", showAnswerFields);
+    showAnswerFields();
+    add.addEventListener("click", function () { addDataRow(""); });
+
+    function addDataRow(value) {
+      var rows = form.querySelectorAll(".data-row");
+      var last = rows[rows.length - 1];
+      var copy = last.cloneNode(true);
+      copy.querySelector(".data-name").value = value;
+      last.after(copy);
+      htmx.process(copy);
+      return copy;
+    }
+    document.body.addEventListener("htmx:afterSwap", function (event) {
+      var stored = event.detail.target.querySelector("[data-uploaded]");
+      if (!stored) return;
+      var empty = Array.prototype.find.call(
+        form.querySelectorAll(".data-name"), function (el) { return !el.value; });
+      (empty || addDataRow("").querySelector(".data-name")).value = stored.dataset.uploaded;
+      htmx.trigger(form, "change");
+    });
+  }
+
+  document.addEventListener("DOMContentLoaded", function () {
+    setupLive();
+    setupForm();
+  });
+})();

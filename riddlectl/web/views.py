@@ -1,0 +1,119 @@
+"""What a riddle's page shows, taken out of its document: the timeline of every attempt,
+the rejected solutions with their reviews, the extractions, the family, and the
+`riddlectl submit` command that would pose it again.
+"""
+
+from __future__ import annotations
+
+import shlex
+import time
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+if TYPE_CHECKING:
+    from riddlectl.document.model import Riddle
+    from riddlectl.spool.contract import Spool
+    from riddlectl.spool.states import Queue
+
+TIMELINE_FIELDS = ("stage", "agent", "host", "pid", "outcome", "duration", "error")
+
+
+def riddle_view(spool: Spool, queue: Queue, riddle: Riddle) -> dict[str, Any]:
+    doc = riddle.to_json()
+    return {
+        "id": riddle.id,
+        "queue": queue.value,
+        "riddle": riddle,
+        "timeline": [_entry(e) for e in riddle.history],
+        "rejected": riddle.riddle.solutions_before,
+        "extractions": _extractions(spool, riddle),
+        "raw": orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode(),
+        "command": submit_command(doc),
+        "applicable": applicable(queue),
+    }
+
+
+def applicable(queue: Queue) -> list[str]:
+    """The actions that can act on a riddle in `queue` (as `ops.admin` decides)."""
+    from riddlectl.spool.states import FINAL, Queue
+
+    if queue in FINAL:
+        return ["retry"]
+    return ["release", "cancel"] if queue is Queue.HOLD else ["hold", "cancel"]
+
+
+def _entry(event: dict[str, Any]) -> dict[str, Any]:
+    entry = {name: event.get(name) for name in TIMELINE_FIELDS}
+    entry["when"] = when(event.get("time"))
+    entry["move"] = f"{event.get('from') or '·'} → {event.get('to') or '·'}"
+    duration = event.get("duration")
+    entry["duration"] = f"{duration * 1000:.1f} ms" if isinstance(duration, int | float) else ""
+    return entry
+
+
+def _extractions(spool: Spool, riddle: Riddle) -> list[dict[str, Any]]:
+    out = []
+    for item in riddle.data:
+        extraction = spool.extractions.load(item.file_extracted) if item.file_extracted else None
+        text = orjson.dumps(extraction, option=orjson.OPT_INDENT_2).decode() if extraction else ""
+        out.append({"file": item.file_plain, "type": item.type, "extraction": text})
+    return out
+
+
+def submit_command(doc: dict[str, Any]) -> str:
+    """The command that poses this riddle again (without its id, which is taken): flags
+    when they can say it all, else the request as JSON on stdin."""
+    spec = doc["riddle"]
+    answer = spec.get("answer")
+    steps = doc.get("status", {})
+    kind = _flag_kind(answer)
+    data = doc.get("data", [])
+    if kind is not False and all(item.get("type") == "text" for item in data):
+        words = ["riddlectl", "submit", "--question", spec.get("question", "")]
+        if spec.get("context"):
+            words += ["--context", spec["context"]]
+        for item in data:
+            words += ["--data", item.get("file_plain", "")]
+        if kind:
+            words += ["--answer-kind", kind]
+        if not steps.get("extract", {}).get("required", True):
+            words.append("--no-extract")
+        if not steps.get("validate", {}).get("required", True):
+            words.append("--no-validate")
+        if doc.get("priority"):
+            words += ["--priority", str(doc["priority"])]
+        return shlex.join(words)
+    request = {
+        "riddle": {k: spec[k] for k in ("context", "question", "answer") if k in spec},
+        "data": [{"type": i.get("type"), "file_plain": i.get("file_plain")} for i in data],
+        "status": {s: {"required": steps.get(s, {}).get("required", True)} for s in _STEPS},
+        "priority": doc.get("priority", 0),
+    }
+    return "riddlectl submit - <<'EOF'\n" + orjson.dumps(request).decode() + "\nEOF"
+
+
+_STEPS = ("extract", "solve", "validate")
+
+
+def _flag_kind(answer: dict[str, Any] | None) -> str | bool | None:
+    """`--answer-kind`'s value for an answer spec; None without one; False when the
+    flag cannot say it."""
+    if answer is None:
+        return None
+    if answer == {"type": "noul"}:
+        return "noul"
+    if answer.get("type") == "fill" and set(answer) <= {"type", "kind"}:
+        return str(answer.get("kind", "text"))
+    return False
+
+
+def when(stamp: Any) -> str:
+    """A time as people read it in a table: how long ago."""
+    if not isinstance(stamp, int | float):
+        return ""
+    ago = max(0.0, time.time() - stamp)
+    for unit, seconds in (("d", 86400), ("h", 3600), ("m", 60)):
+        if ago >= seconds:
+            return f"{ago / seconds:.0f}{unit} ago"
+    return f"{ago:.0f}s ago"

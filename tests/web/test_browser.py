@@ -1,0 +1,258 @@
+"""A real headless Chromium (Debian's `chromium`, driven by Playwright) through the web UI:
+pose the seed example with the form, watch it reach done on the live table while agents
+run, open its page, retry it from there; and a cross-site form post refused."""
+
+from __future__ import annotations
+
+import http.server
+import os
+import shutil
+import signal
+import subprocess
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.web.conftest import Served, make_cli, start
+
+pytestmark = pytest.mark.browser
+
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+# Where to keep screenshots of the pages (docs/screenshots for the README), when set.
+SCREENSHOTS = os.environ.get("WEB_SCREENSHOTS")
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    chromium = shutil.which("chromium")
+    if chromium is None:
+        pytest.fail("Debian's chromium is not installed (bash scripts/debian-packages)")
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
+        yield launched
+        launched.close()
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[Served]:
+    served = start(make_cli(tmp_path))
+    yield served
+    served.stop()
+
+
+@pytest.fixture
+def page(browser: Any) -> Iterator[Any]:
+    context = browser.new_context(viewport={"width": 1280, "height": 860})
+    opened = context.new_page()
+    opened.set_default_timeout(15000)
+    errors: list[str] = []
+    opened.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    yield opened
+    context.close()
+    # A CSP violation (an inline script or style slipping in) shows up here.
+    assert not [e for e in errors if "Content Security Policy" in e], errors
+
+
+def test_pose_watch_open_retry(server: Served, page: Any) -> None:
+    from playwright.sync_api import expect
+
+    page.goto(f"{server.url}/app/new")
+    page.fill("textarea[name=context]", "[Taschenrechner]")
+    page.fill("#question", "x * y =")
+    names = page.locator(".data-name")
+    names.nth(0).focus()
+    names.nth(0).type("exa")
+    page.wait_for_function("document.querySelectorAll('#datafiles-list option').length === 3")
+    options = page.eval_on_selector_all("#datafiles-list option", "els => els.map(e => e.value)")
+    assert options == ["example/x.txt", "example/y.txt", "example/z.txt"]
+    names.nth(0).fill("example/x.txt")
+    for name in ("example/y.txt", "example/z.txt"):
+        page.click("#add-data")
+        names.last.fill(name)
+    expect(page.locator("#preview-json")).to_contain_text("example/z.txt")
+    page.wait_for_selector("#preview-ok")
+    preview = page.inner_text("#preview-json")
+    assert '"file_plain": "example/z.txt"' in preview and '"question": "x * y ="' in preview
+    # An error shows next to its field, and goes once mended.
+    names.last.fill("../etc/passwd")
+    page.wait_for_selector("#err-data .field-error")
+    names.last.fill("example/z.txt")
+    page.wait_for_selector("#preview-ok")
+    _shoot(page, "new.png")
+    page.click("#submit")
+    page.wait_for_url("**/app/riddle/*")
+    riddle_id = page.url.rsplit("/", 1)[1]
+    assert page.inner_text("#riddle-queue") == "incoming"
+
+    page.goto(f"{server.url}/app/table")
+    row = page.locator(f"tr:has(a[href='/app/riddle/{riddle_id}'])")
+    assert row.locator(".queue").inner_text() == "incoming"
+    agents = _agents(server)
+    try:
+        # No reload: the live stream tells the tab, which fetches its rows again.
+        page.wait_for_selector(f"tr:has(a[href='/app/riddle/{riddle_id}']) .queue.q-done")
+        assert page.inner_text("#counts [data-queue=done] .n") == "1"
+        if SCREENSHOTS:
+            _dress(server)
+            page.wait_for_timeout(4000)  # the agents and the live table catch up
+        _shoot(page, "table.png")
+        page.click(f"a[href='/app/riddle/{riddle_id}']")
+        assert page.inner_text("#solution").startswith("150")
+        page.select_option("#riddle-actions select[name=from]", "validate")
+        page.click("#action-retry")
+        page.wait_for_selector("#note")
+        assert "retry: solved" in page.inner_text("#note")
+        timeline = page.inner_text("#timeline")
+        assert "retry" in timeline and "web" in timeline
+        _until_done(page, server, riddle_id)
+        page.wait_for_timeout(1500)  # the counts at the top follow the index, a moment later
+        page.reload()
+        _shoot(page, "riddle.png")
+    finally:
+        agents.send_signal(signal.SIGTERM)
+        agents.wait(15)
+
+
+def test_cross_site_form_is_refused(server: Served, page: Any) -> None:
+    assert server.cli("submit", "--id", "target", "--question", "x * y =").code == 0
+    site = _attacker_site(server.url)
+    try:
+        page.goto(f"http://127.0.0.1:{site.server_address[1]}/")
+        page.click("#go")
+        page.wait_for_load_state()
+        assert "cross-site request may not change anything" in page.content()
+    finally:
+        site.shutdown()
+    assert server.cli("status", "--json", "target").json()["riddles"][0]["queue"] == "incoming"  # type: ignore[index]
+
+
+def test_non_loopback_bind_without_token_is_refused(tmp_path: Path) -> None:
+    done = make_cli(tmp_path)("serve", "--host", "0.0.0.0", "--port", "0", timeout=20)
+    assert done.code == 2 and "--token" in done.err
+
+
+def _agents(server: Served) -> subprocess.Popen[bytes]:
+    return server.cli.popen("run", env={**os.environ, "RIDDLECTL_FSYNC": "0"})
+
+
+def _until_done(page: Any, server: Served, riddle_id: str) -> None:
+    """Reload the riddle's page until the agents have validated it again."""
+    for _ in range(100):
+        page.reload()
+        if page.inner_text("#riddle-queue") == "done":
+            return
+        page.wait_for_timeout(200)
+    raise AssertionError("not done again after the retry")
+
+
+def _attacker_site(target: str) -> http.server.ThreadingHTTPServer:
+    """Another origin (a port of its own) serving a form that posts to the server."""
+    html = (
+        f"<form method=post action='{target}/app/act'>"
+        "<input type=hidden name=action value=cancel><input type=hidden name=id value=target>"
+        "<button id=go>win a prize</button></form>"
+    ).encode()
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("content-type", "text/html")
+            self.end_headers()
+            self.wfile.write(html)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    site = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=site.serve_forever, daemon=True).start()
+    return site
+
+
+def _dress(server: Served) -> None:
+    """A few more riddles, so that the table's screenshot shows what a table holds."""
+    questions = ["x + y =", "x * z =", "(x + y) * z =", "x - y =", "y / x =", "x ^ 2 ="]
+    questions += ["x / 0 =", "What is q + 1?", "x * y * z =", "z - x =", "x + y + z ="]
+    with server.client() as http:
+        for n, question in enumerate(questions):
+            doc = {
+                "riddle": {"context": "[Taschenrechner]", "question": question},
+                "data": [{"type": "text", "file_plain": f"example/{v}.txt"} for v in "xyz"],
+                "priority": n % 3,
+            }
+            http.post("/api/submit", json=doc).raise_for_status()
+
+
+def _shoot(page: Any, name: str) -> None:
+    """The screenshots shown in the README, taken as the test passes through (only when
+    asked for: a test run leaves the checkout as it found it)."""
+    if SCREENSHOTS:
+        Path(SCREENSHOTS).mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(Path(SCREENSHOTS) / name), full_page=True)
+
+
+def test_live_toggle_is_remembered(server: Served, page: Any) -> None:
+    page.goto(f"{server.url}/app/table")
+    assert page.is_checked("#live-toggle")
+    page.uncheck("#live-toggle")
+    page.reload()
+    assert not page.is_checked("#live-toggle")  # kept in the browser, across pages
+    assert server.cli("submit", "--id", "quiet", "--question", "x * y =").code == 0
+    page.wait_for_timeout(2500)
+    assert page.locator("a[href='/app/riddle/quiet']").count() == 0  # not followed while off
+    page.check("#live-toggle")
+    page.wait_for_selector("a[href='/app/riddle/quiet']")  # caught up when switched on
+
+
+def test_a_hidden_tab_stops_listening_and_catches_up(server: Served, browser: Any) -> None:
+    # The page's own CSP forbids the script this test injects to fake a hidden tab.
+    context = browser.new_context(bypass_csp=True)
+    page = context.new_page()
+    try:
+        page.goto(f"{server.url}/app/table")
+        page.wait_for_timeout(500)
+        fetched: list[str] = []
+        page.on("request", lambda r: fetched.append(r.url) if "/app/" in r.url else None)
+        page.evaluate(
+            "Object.defineProperty(document, 'hidden', {value: true, configurable: true});"
+            "document.dispatchEvent(new Event('visibilitychange'))"
+        )
+        assert server.cli("submit", "--id", "unseen", "--question", "x * y =").code == 0
+        page.wait_for_timeout(2500)
+        assert fetched == []  # no stream, no refresh while hidden
+        page.evaluate(
+            "Object.defineProperty(document, 'hidden', {value: false, configurable: true});"
+            "document.dispatchEvent(new Event('visibilitychange'))"
+        )
+        page.wait_for_selector("a[href='/app/riddle/unseen']")
+        assert any("/app/live" in url for url in fetched)  # listening again
+    finally:
+        context.close()
+
+
+def test_upload_fills_a_data_field(server: Served, page: Any, tmp_path: Path) -> None:
+    from playwright.sync_api import expect
+
+    made = tmp_path / "my facts.txt"
+    made.write_text("x = 3\ny = 4\n")
+    page.goto(f"{server.url}/app/new")
+    page.fill("#question", "x * y =")
+    page.set_input_files("#upload-file", str(made))
+    page.click("#upload-form button")
+    expect(page.locator(".data-name").first).to_have_value("uploads/my_facts.txt")
+    expect(page.locator("#preview-json")).to_contain_text("uploads/my_facts.txt")
+    page.wait_for_selector("#preview-ok")
+    assert (server.cli.data / "uploads" / "my_facts.txt").read_text() == "x = 3\ny = 4\n"

@@ -1,0 +1,107 @@
+"""The pages over HTTP: the table with its counts and URL filters, a riddle's page, the
+actions on one riddle, on ticked rows and on everything a filter matches (after its count
+and a question), and the live stream."""
+
+from __future__ import annotations
+
+import httpx
+
+from tests.web.conftest import Served, example
+
+SAME_ORIGIN = {"sec-fetch-site": "same-origin"}
+
+
+def test_table_shows_counts_and_filters_from_the_url(served: Served) -> None:
+    with served.client() as http:
+        for n in range(3):
+            http.post(
+                "/api/submit", json=example(id=f"tbl-{n}", riddle={"question": f"tbl question {n}"})
+            )
+        http.post("/api/hold", json={"ids": ["tbl-1"]})
+        page = http.get("/app/table", params={"q": "tbl question", "queue": "hold"}).text
+        rows = http.get("/app/table/rows", params={"q": "tbl question"}).text
+    for queue in ("incoming", "hold", "waiting", "corrupt", "done", "failed"):
+        assert f'data-queue="{queue}"' in page
+    assert 'href="/app/riddle/tbl-1"' in page and 'href="/app/riddle/tbl-0"' not in page
+    assert 'value="tbl question"' in page  # the filter stays in the form (and the URL)
+    assert rows.count('name="id"') == 3 and 'hx-swap-oob="true"' in rows
+
+
+def test_bad_filter_is_a_page_saying_which(served: Served) -> None:
+    with served.client() as http:
+        page = http.get("/app/table", params={"queue": "nowhere"})
+    assert page.status_code == 400 and "queue: unknown queue" in page.text
+
+
+def test_action_on_one_riddle_returns_to_its_page(served: Served) -> None:
+    with served.client(**SAME_ORIGIN) as http:
+        http.post("/api/submit", json=example(id="one-act"))
+        before = http.get("/app/riddle/one-act").text
+        assert 'id="action-hold"' in before and 'id="action-retry"' not in before
+        done = http.post(
+            "/app/act", data={"action": "hold", "id": "one-act", "back": "/app/riddle/one-act"}
+        )
+        assert done.status_code == 303
+        page = http.get(done.headers["location"]).text
+    assert 'id="riddle-queue">hold<' in page and "hold: incoming" in page
+    assert 'id="action-release"' in page and 'id="action-hold"' not in page
+
+
+def test_action_on_ticked_rows_acts_on_those_it_can(served: Served) -> None:
+    with served.client(**SAME_ORIGIN) as http:
+        http.post("/api/submit", json=[example(id="tick-1"), example(id="tick-2")])
+        http.post("/api/hold", json={"ids": ["tick-2"]})
+        done = http.post(
+            "/app/act", data={"action": "hold", "id": ["tick-1", "tick-2"], "scope": "selection"}
+        )
+    assert done.status_code == 200
+    assert "hold: 1 done, 1 left as they were" in done.text
+    assert "tick-2: cannot hold: it is in hold/" in done.text
+
+
+def test_action_on_everything_matching_asks_first(served: Served) -> None:
+    with served.client(**SAME_ORIGIN) as http:
+        http.post(
+            "/api/submit",
+            json=[example(id=f"bulk-{n}", riddle={"question": "bulk me"}) for n in range(4)],
+        )
+        form = {"action": "cancel", "scope": "filter", "q": "bulk me", "queue": "incoming"}
+        asked = http.post("/app/act", data=form)
+        assert asked.status_code == 200 and 'id="confirm"' in asked.text
+        assert "<strong>cancel</strong> 4 riddles" in asked.text
+        assert http.get("/api/result/bulk-0").json()["queue"] == "incoming"  # not yet
+        # A count that no longer holds (riddles came or went) asks again.
+        assert 'id="confirm"' in http.post("/app/act", data={**form, "confirmed": "3"}).text
+        done = http.post("/app/act", data={**form, "confirmed": "4"})
+        assert "cancel: 4 done" in done.text
+        queues = {http.get(f"/api/result/bulk-{n}").json()["queue"] for n in range(4)}
+    assert queues == {"failed"}
+
+
+def test_riddle_page_shows_history_and_the_command(served: Served) -> None:
+    with served.client() as http:
+        http.post("/api/submit", json=example(id="page-riddle", priority=2))
+        page = http.get("/app/riddle/page-riddle").text
+    assert 'id="timeline"' in page and "<td>submit</td>" in page
+    assert (
+        "riddlectl submit --question &#39;x * y =&#39; --context &#39;[Taschenrechner]&#39;" in page
+    )
+    assert "--priority 2" in page
+    assert "&#34;id&#34;: &#34;page-riddle&#34;" in page  # the raw JSON
+
+
+def test_live_stream_sends_counts_on_change(served: Served) -> None:
+    with httpx.stream("GET", f"{served.url}/app/live", timeout=5) as stream:
+        lines = stream.iter_lines()
+        first = _next_data(lines)
+        with served.client() as http:
+            http.post("/api/submit", json=example(id="live-1"))
+        second = _next_data(lines)
+    assert '"counts"' in first and second != first
+
+
+def _next_data(lines: object) -> str:
+    for line in lines:  # type: ignore[attr-defined]
+        if line.startswith("data:"):
+            return str(line)
+    raise AssertionError("stream ended")
