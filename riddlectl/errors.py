@@ -66,6 +66,14 @@ class SpoolUnusable(RiddleError):
     exit_code = ExitCode.SPOOL_UNUSABLE
 
 
+class ClaimLost(RiddleError):
+    """A commit of a claim the spool gave back meanwhile, its holder taken for dead (a
+    host cut off from a shared spool): refused, so that it never overwrites what the
+    riddle's next holder did."""
+
+    exit_code = ExitCode.FAILED
+
+
 class ConfigError(RiddleError):
     """Bad settings: a config file that does not parse, an unknown handler, a bad flag."""
 

@@ -36,3 +36,24 @@ class Actor:
 
     def as_dict(self) -> dict[str, object]:
         return {"agent": self.name, "host": self.host, "pid": self.pid}
+
+
+_swept: set[str] = set()
+
+
+def scratch_dir(kind: str) -> str:
+    """A new private directory `riddlectl-KIND-PID-…` in the temporary directory, for a
+    local copy that lives as long as one call. Those of processes that died before
+    removing theirs (`kill -9`) are removed first, once per process and kind."""
+    import shutil
+    import tempfile
+
+    base = tempfile.gettempdir()
+    if kind not in _swept:
+        _swept.add(kind)
+        prefix = f"riddlectl-{kind}-"
+        for name in os.listdir(base):
+            pid = name.removeprefix(prefix).split("-", 1)[0]
+            if name.startswith(prefix) and pid.isdigit() and not alive(int(pid)):
+                shutil.rmtree(os.path.join(base, name), ignore_errors=True)
+    return tempfile.mkdtemp(prefix=f"riddlectl-{kind}-{os.getpid()}-", dir=base)

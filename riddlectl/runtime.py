@@ -52,6 +52,8 @@ def open_spool(
         drop_in_grace=settings.drop_in_grace,
         limits=settings.limits,
         events_max_bytes=settings.events_max_bytes,
+        data_dir=Path(settings.data_dir),
+        max_data_bytes=settings.max_data_bytes,
     )
 
 

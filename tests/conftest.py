@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,6 +19,7 @@ from riddlectl.settings import Settings
 from riddlectl.spool import open_spool
 from riddlectl.spool.contract import Spool
 from riddlectl.spool.memory import MemorySpool
+from tests import pg
 from tests.rig import Rig
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -40,14 +42,33 @@ def data_dir(tmp_path: Path) -> Path:
     return data
 
 
-@pytest.fixture(params=["memory", "fs"])
+@pytest.fixture(params=["memory", "fs", "postgres"])
 def spool(request: pytest.FixtureRequest, tmp_path: Path) -> Spool:
-    """Each spool implementation in turn: a test of what lies above the spool runs on both."""
+    """Each spool implementation in turn: a test of what lies above the spool runs on
+    each (on PostgreSQL in a schema of its own)."""
     if request.param == "memory":
         made: Spool = MemorySpool()
         made.init()
         return made
+    if request.param == "postgres":
+        pg_spool: Spool = request.getfixturevalue("pg_spool")
+        return pg_spool
     return open_spool(tmp_path / "spool", create=True, durable=False)
+
+
+@pytest.fixture
+def pg_url() -> Iterator[str]:
+    """A PostgreSQL spool URL in a schema of its own (skipped without a server)."""
+    with pg.fresh_schema() as url:
+        yield url
+
+
+@pytest.fixture
+def pg_spool(pg_url: str) -> Iterator[Spool]:
+    """A PostgreSQL spool, made as `riddlectl init` makes one, in a schema of its own."""
+    made = open_spool(pg_url, create=True)
+    yield made
+    made.disconnect()  # type: ignore[attr-defined]
 
 
 @pytest.fixture
@@ -82,7 +103,7 @@ class Completed:
 class Cli:
     """Runs `riddlectl` in a subprocess against the test's spool and data directory."""
 
-    spool: Path
+    spool: Path | str  # a directory, or a PostgreSQL spool's URL
     data: Path
 
     def argv(self, *args: str) -> list[str]:
@@ -118,6 +139,13 @@ def cli(spool_dir: Path, data_dir: Path) -> Cli:
     """The command on a spool made as `riddlectl init` makes it (only `init` makes one)."""
     open_spool(spool_dir, create=True)
     return Cli(spool_dir, data_dir)
+
+
+@pytest.fixture
+def pg_cli(pg_url: str, data_dir: Path) -> Cli:
+    """The command on a PostgreSQL spool made as `riddlectl init` makes it."""
+    open_spool(pg_url, create=True).disconnect()  # type: ignore[attr-defined]
+    return Cli(pg_url, data_dir)
 
 
 @pytest.fixture

@@ -58,6 +58,7 @@ The outcome (`run_bench`; `riddlectl bench --json` prints it) has these fields:
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -85,6 +86,7 @@ from riddlectl.identity import Actor
 from riddlectl.ops import report
 from riddlectl.ops import submit as submitting
 from riddlectl.settings import ENV_VARS, resolve
+from riddlectl.spool import remove_spool
 from riddlectl.spool.contract import Spool
 from riddlectl.spool.states import Queue
 
@@ -109,6 +111,9 @@ class BenchOptions:
     stall_timeout: float = 30.0  # seconds without any riddle finishing
     latency_cap: float = 15.0  # seconds for the whole latency phase (then `capped`)
     peers: tuple[str, ...] = ()  # other queues run after riddlectl (bench.peers)
+    # A PostgreSQL server's URL to run on instead of a temporary directory: the run uses
+    # a schema of its own there (`riddlectl_bench_PID`), dropped at the end.
+    spool: str | None = None
 
 
 class Stalled(Exception):
@@ -123,7 +128,10 @@ class Bench:
 
     def __init__(self, root: Path, options: BenchOptions) -> None:
         self.options = options
-        self.spool, self.data = root / "spool", root / "data"
+        self.data = root / "data"
+        self.spool: Path | str = root / "spool"
+        if options.spool:
+            self.spool = bench_schema(options.spool)
         env = {ENV_VARS["fsync"]: "1" if options.fsync else "0"}
         self.settings = resolve({"spool": self.spool, "data_dir": self.data}, env=env)
         self.pipeline = runtime.pipeline(
@@ -166,6 +174,17 @@ class Bench:
         for riddle in self.pipeline.spool.iter_queue(Queue.DONE):
             return documents.dumps(riddle)
         return self.payload()
+
+
+def without_schema(url: str) -> str:
+    """`url` without riddlectl's own `schema` parameter: as libpq takes it."""
+    return re.sub(r"([?&])schema=[^&]*&?", r"\1", url).rstrip("?&")
+
+
+def bench_schema(url: str) -> str:
+    """`url` with the bench run's own schema in place of any it names."""
+    base = without_schema(url)
+    return f"{base}{'&' if '?' in base else '?'}schema=riddlectl_bench_{os.getpid()}"
 
 
 def _make_data(directory: Path, files: int) -> None:
@@ -415,7 +434,11 @@ def run_bench(options: BenchOptions) -> dict[str, Any]:
         root = Path(tmp)
         bench = Bench(root, options)
         create_at_start = reference.file_create_us(root / "create-at-start")
-        pipeline_phases(bench, root, out)
+        try:
+            pipeline_phases(bench, root, out)
+        finally:
+            if options.spool:
+                remove_spool(str(bench.spool))
         # The reference runs second: it creates and deletes tens of thousands of files,
         # and ext4 then scans past every recently deleted inode on each file it creates
         # (`recently_deleted` in ialloc.c), which would slow the pipeline's submits.
@@ -434,6 +457,8 @@ def run_bench(options: BenchOptions) -> dict[str, Any]:
                 root / "status", template, options.status_riddles, bench.data
             )
     if options.peers:
+        if options.spool:  # the peers on PostgreSQL use the same server
+            os.environ.setdefault("RIDDLECTL_BENCH_PG", without_schema(options.spool))
         out["peers"] = peers_phase(options)
     out["ratios"], out["targets"] = judge(out, options)
     return out

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -171,3 +172,38 @@ def doctor(
         typer.echo("spool is healthy" if not left else f"{len(left)} problem(s) left", err=True)
     if left:
         raise typer.Exit(int(ExitCode.FAILED))
+
+
+# -- copying a spool ---------------------------------------------------------------------------
+
+
+@app.command("copy")
+@guarded
+def copy_spool(
+    ctx: typer.Context,
+    target: Annotated[str, typer.Option("--to", help="The spool to copy into (made if need be).")],
+    source: Annotated[
+        str | None,
+        typer.Option("--from", help="The spool to copy (a directory or URL; default: --spool)."),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the counts as JSON.")] = False,
+) -> None:
+    """Copy a whole spool into a new one, of either kind: ids, queues, documents and
+    events kept. Refuses while agents hold claims on either."""
+    from dataclasses import replace
+
+    from riddlectl.ops.copy import copy
+    from riddlectl.spool import shown
+
+    settings = resolve(ctx)
+    source = source or str(settings.spool)
+    names = (shown(source), shown(target))
+    origin = runtime.open_spool(replace(settings, spool=Path(source)), create=False)
+    into = runtime.open_spool(replace(settings, spool=Path(target)), writable=True)
+    copied = copy(origin, into, names)
+    if as_json:
+        counts = {queue.value: n for queue, n in copied.riddles.items()}
+        emit_json({"riddles": counts, "events": copied.events})
+        return
+    total = sum(copied.riddles.values())
+    typer.echo(f"copied {total} riddle(s) and {copied.events} event(s) to {names[1]}", err=True)

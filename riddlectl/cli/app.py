@@ -29,6 +29,7 @@ from riddlectl.settings import ENV_VARS
 COMMANDS: dict[str, str] = {
     "init": "submit",
     "submit": "submit",
+    "ingest": "submit",
     "run": "agents",
     "agent": "agents",
     "status": "query",
@@ -41,6 +42,7 @@ COMMANDS: dict[str, str] = {
     "cancel": "admin",
     "purge": "admin",
     "doctor": "admin",
+    "copy": "admin",
     "cache": "cache",
     "serve": "web",
     "metrics": "web",

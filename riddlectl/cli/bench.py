@@ -27,7 +27,8 @@ def bench(
         str | None,
         typer.Option(
             help="Also run the same pipeline on these peer queues, comma-separated, or all "
-            "(naive, dirq, persist-queue, huey-file).",
+            "(naive, dirq, persist-queue, huey-file); procrastinate, on the --spool server, "
+            "by name.",
             metavar="NAMES",
         ),
     ] = None,
@@ -53,6 +54,15 @@ def bench(
     startup_runs: Annotated[
         int, typer.Option(help="With --startup: runs of each command.", min=1)
     ] = 20,
+    spool: Annotated[
+        str | None,
+        typer.Option(
+            "--spool",
+            help="Run the pipeline on this PostgreSQL server (postgresql://…), in a schema "
+            "of its own dropped at the end, instead of a temporary directory.",
+            metavar="URL",
+        ),
+    ] = None,
     extractors: Annotated[
         bool,
         typer.Option(
@@ -91,6 +101,11 @@ def bench(
     if web:
         _web_bench(web_riddles, riddles, as_json)
         return
+    if spool is not None:
+        from riddlectl.spool import is_url
+
+        if not is_url(spool):
+            fail(f"--spool: expected a postgresql:// URL, got {spool!r}", ExitCode.USAGE)
     quiet_watchdog()
     from riddlectl.bench import peers as peer_bench
     from riddlectl.bench import pipeline as benchmark
@@ -106,6 +121,7 @@ def bench(
         fsync=not no_fsync,
         status_riddles=status_riddles,
         peers=chosen,
+        spool=spool,
     )
     outcome = benchmark.run_bench(options)
     if as_json:

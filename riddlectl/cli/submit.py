@@ -1,7 +1,8 @@
-"""`init`, `schema` and `submit`."""
+"""`init`, `schema`, `submit` and `ingest`."""
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -22,6 +23,7 @@ from riddlectl.document.model import riddle_json_schema
 from riddlectl.errors import RiddleError
 from riddlectl.ops import report
 from riddlectl.ops import submit as submitting
+from riddlectl.spool import shown
 
 app = command_group()
 
@@ -39,7 +41,7 @@ def init(ctx: typer.Context) -> None:
         data_dir.mkdir(parents=True, exist_ok=True)
     except (FileExistsError, NotADirectoryError):
         raise RiddleError("not a directory", where=str(data_dir), field="--data-dir") from None
-    typer.echo(f"spool ready at {settings.spool}", err=True)
+    typer.echo(f"spool ready at {shown(settings.spool)}", err=True)
 
 
 @app.command()
@@ -166,3 +168,38 @@ def _submission(
         except OSError as exc:
             raise RiddleError(f"cannot read: {exc.strerror}", where=name) from None
     return submitting.parse_sources(sources, limit)
+
+
+# -- ingest -------------------------------------------------------------------------------------
+
+
+@app.command()
+@guarded
+def ingest(
+    ctx: typer.Context,
+    directory: Annotated[Path, typer.Argument(help="The directory to take riddle files from.")],
+    watch: Annotated[bool, typer.Option("--watch", help="Keep looking until interrupted.")] = False,
+    poll: Annotated[
+        float, typer.Option(help="Seconds between looks with --watch.", min=0.05)
+    ] = 1.0,
+) -> None:
+    """Move riddle files from DIRECTORY into the spool's incoming queue (drop-in rules);
+    print each name moved."""
+    from riddlectl.ops.ingest import ingest as run_ingest
+
+    settings = resolve(ctx)
+    spool = runtime.open_spool(settings, create=False, writable=True)
+    with contextlib.suppress(KeyboardInterrupt):
+        run_ingest(
+            spool,
+            directory,
+            grace=settings.drop_in_grace,
+            watch=watch,
+            poll=poll,
+            on_moved=_say_moved,
+        )
+
+
+def _say_moved(name: str) -> None:
+    typer.echo(name)
+    sys.stdout.flush()  # for whoever follows the output of `ingest --watch`

@@ -22,13 +22,18 @@ import shlex
 import shutil
 import signal
 import subprocess
+from collections.abc import Iterator
 from typing import Any
 
-from riddlectl import inflight
+import orjson
+
+from riddlectl import inflight, spool
 from riddlectl.document import codec as documents
 from riddlectl.errors import ConfigError, HandlerFailed, HandlerRefused, HandlerTimeout
 from riddlectl.handlers.base import Job, file_digest
 from riddlectl.handlers.reply import parse_reply
+from riddlectl.identity import scratch_dir
+from riddlectl.spool.extractions import OWN_PATH
 
 EX_DATAERR = 65
 
@@ -52,11 +57,13 @@ class CommandHandler:
             parts += [path, file_digest(path) or "-"]
         return hashlib.sha256("\0".join(parts).encode()).hexdigest()[:16]
 
-    def environment(self, job: Job) -> dict[str, str]:
+    def environment(self, job: Job, spool_dir: str | None = None) -> dict[str, str]:
         env = dict(os.environ)
+        if spool_dir is not None:  # a spool that is no directory: a local view of it
+            env["RIDDLE_SPOOL_URL"] = spool.location(job.spool_root)
         env.update(
             RIDDLE_ID=job.riddle.id or "",
-            RIDDLE_SPOOL=str(job.spool_root.resolve()),
+            RIDDLE_SPOOL=spool_dir or spool.location(job.spool_root),
             RIDDLE_DATA=str(job.data_dir.resolve()),
             RIDDLE_STAGE=job.stage,
         )
@@ -65,13 +72,17 @@ class CommandHandler:
         return env
 
     def __call__(self, job: Job) -> dict[str, Any] | None:
+        with _spool_view(job) as spool_dir:
+            return self._run(job, spool_dir)
+
+    def _run(self, job: Job, spool_dir: str | None) -> dict[str, Any] | None:
         try:
             process = subprocess.Popen(
                 self.argv,
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
-                env=self.environment(job),
+                env=self.environment(job, spool_dir),
                 start_new_session=True,
             )
         except OSError as exc:
@@ -116,6 +127,29 @@ class CommandHandler:
             how = f"killed by signal {-status}" if status < 0 else f"exited with status {status}"
             raise HandlerFailed(f"{self.argv[0]} {how}{reason}")
         return parse_reply(out, self.argv[0])
+
+
+@contextlib.contextmanager
+def _spool_view(job: Job) -> Iterator[str | None]:
+    """For a spool that is no directory (a database): a private directory holding the
+    riddle's extractions at their references, so that a command reads
+    `$RIDDLE_SPOOL/` + `file_extracted` on every spool alike; removed after the call.
+    None for a directory spool, which commands read directly."""
+    if not spool.is_url(job.spool_root):
+        yield None
+        return
+    here = scratch_dir("spool")
+    try:
+        for item, found in zip(job.riddle.data, job.extractions, strict=False):
+            reference = item.file_extracted
+            if found is None or not reference or not OWN_PATH.fullmatch(reference):
+                continue
+            os.makedirs(os.path.join(here, os.path.dirname(reference)), exist_ok=True)
+            with open(os.path.join(here, reference), "wb") as out:
+                out.write(orjson.dumps(found))
+        yield here
+    finally:
+        shutil.rmtree(here, ignore_errors=True)
 
 
 def _files_run(argv: list[str]) -> list[str]:

@@ -191,8 +191,10 @@ def failed_ids(pipeline: Pipeline) -> list[str]:
 
 
 def purge(pipeline: Pipeline, queues: Iterable[Queue], older_than: float) -> list[str]:
-    """Delete final riddles last changed more than `older_than` seconds ago; their ids."""
+    """Delete final riddles last changed more than `older_than` seconds ago, and the
+    events logged before then where the event log is bounded that way; the ids."""
     cutoff = time.time() - older_than
+    pipeline.events.prune(cutoff)
     purged = []
     for queue in queues:
         for riddle in list(pipeline.spool.iter_queue(queue)):

@@ -12,7 +12,7 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from riddlectl import inflight
@@ -93,7 +93,9 @@ class Attempts:
         reach("claimed")
         started = time.monotonic()
         try:
-            outcome = stage.run(riddle, ctx)
+            with self.ledger.spool.data_files(riddle, ctx.data_dir) as data_dir:
+                here = ctx if data_dir == ctx.data_dir else replace(ctx, data_dir=data_dir)
+                outcome = stage.run(riddle, here)
         except (HandlerRefused, InvalidData) as exc:
             return self.ledger.prepare(
                 claim,

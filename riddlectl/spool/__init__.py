@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from riddlectl.errors import SpoolUnusable
 
@@ -31,19 +31,28 @@ def open_spool(
     drop_in_grace: float | None = None,
     limits: Limits | None = None,
     events_max_bytes: int | None = None,
+    data_dir: Path | None = None,
+    max_data_bytes: int | None = None,
 ) -> Spool:
-    """The spool `target` names: a directory (the filesystem spool) for now; a
-    `postgresql://` URL is refused with `SpoolUnusable` until that spool exists.
+    """The spool `target` names: a directory (the filesystem spool), or a
+    `postgresql://` URL (the PostgreSQL spool: see docs/postgresql.md).
 
     `create`: made (idempotently) if need be; otherwise it must already be a spool
     (`SpoolUnusable` saying why not). `writable`: it must be writable too, and what a
     writer needs is made. Nothing is created in a place that is refused. The other
-    options are the filesystem spool's (None: its defaults).
+    options are the filesystem spool's (None: its defaults); a PostgreSQL spool takes
+    `actor` and `limits`, is always durable, and keeps the data files new riddles name
+    in `data_dir` (within `max_data_bytes`), so that agents elsewhere need no copy.
     """
     text = os.fspath(target)
     if _POSTGRES.match(text):
-        raise SpoolUnusable(
-            "PostgreSQL spools are not available in this version", where=_no_password(text)
+        return _open_postgres(
+            text,
+            create=create,
+            actor=actor,
+            limits=limits,
+            data_dir=data_dir,
+            max_data_bytes=max_data_bytes,
         )
     from riddlectl.spool.fs.opening import open_fs  # only what the target needs is loaded
 
@@ -57,6 +66,46 @@ def open_spool(
         limits=limits,
         events_max_bytes=events_max_bytes,
     )
+
+
+def _open_postgres(text: str, *, create: bool, **options: Any) -> Spool:
+    try:
+        from riddlectl.spool.postgres.opening import open_pg
+    except ImportError as exc:
+        if exc.name not in ("psycopg", "psycopg_binary"):
+            raise
+        raise SpoolUnusable(
+            "PostgreSQL spools need psycopg: pip install 'riddlectl[postgres]'",
+            where=_no_password(text),
+        ) from None
+    return open_pg(text, create=create, **options)
+
+
+def remove_spool(target: str) -> None:
+    """Drop a PostgreSQL spool's schema and all it holds (`bench` cleans up so); a
+    directory spool is the caller's to remove."""
+    if _POSTGRES.match(target):
+        from riddlectl.spool.postgres.opening import drop
+
+        drop(target)
+
+
+def is_url(target: str | os.PathLike[str]) -> bool:
+    """Whether `target` names a spool that is no directory (a `postgresql://` URL)."""
+    return _POSTGRES.match(os.fspath(target)) is not None
+
+
+def shown(target: str | os.PathLike[str]) -> str:
+    """A spool as output names it: a directory as given, a URL without its password."""
+    text = os.fspath(target)
+    return _no_password(text) if _POSTGRES.match(text) else text
+
+
+def location(target: str | os.PathLike[str]) -> str:
+    """A spool as handlers are told it (`RIDDLE_SPOOL`): a directory's absolute path, a
+    URL without its password."""
+    text = os.fspath(target)
+    return _no_password(text) if _POSTGRES.match(text) else str(Path(text).resolve())
 
 
 def spool_error(exc: OSError, root: Path) -> SpoolUnusable:

@@ -13,10 +13,12 @@ chooses. A later PostgreSQL spool slots in behind the same methods.
 from __future__ import annotations
 
 import abc
+import contextlib
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from riddlectl.document.codec import Limits
@@ -122,6 +124,11 @@ class Spool(abc.ABC):
 
         Refuses with `DuplicateId` (storing none) when any id is already in the spool.
         """
+
+    @abc.abstractmethod
+    def restore(self, riddles: Sequence[Riddle], queue: Queue) -> None:
+        """Store documents into `queue` exactly as they are (`rev`, times and history
+        kept): how `copy` moves a spool. `DuplicateId` (storing none) when an id is taken."""
 
     @abc.abstractmethod
     def claim(self, queue: Queue, limit: int = 1, now: float | None = None) -> list[Claim]:
@@ -245,6 +252,19 @@ class Spool(abc.ABC):
         of one riddle in two queues, leftovers of dead writers, what is no riddle in a
         queue. With `fix`, what is safe to mend is mended (`Finding.fixed`). Empty for
         a healthy spool. Riddles' own troubles (orphans, corrupt input) are `doctor`'s."""
+
+    def holders(self) -> list[dict[str, Any]]:
+        """The agents (and commands) holding claims in this spool now, as far as the
+        spool can tell (a claim of this process may count), each as its claim record
+        (agent, host, pid) where there is one: what `copy` refuses to run beside."""
+        return []
+
+    def data_files(self, riddle: Riddle, data_dir: Path) -> contextlib.AbstractContextManager[Path]:
+        """Around one stage's handling of `riddle`: the directory its data files are read
+        from, by the same relative paths (`file_plain`). A spool that keeps the files
+        itself gives a local copy, for the time of the handling; the others (the default)
+        give `data_dir`, where the files were at submit."""
+        return contextlib.nullcontext(data_dir)
 
     def close(self) -> None:  # noqa: B027 - optional hook, no-op by default
         """Give back what this process keeps in reserve in the spool (spare files kept

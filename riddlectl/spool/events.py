@@ -45,6 +45,12 @@ class EventLog(abc.ABC):
         place (`committed`) and that the log does not hold yet; how many were appended.
         Nothing to do (0) when no writer died."""
 
+    def prune(self, before: float) -> int:
+        """Drop the events logged before `before` (seconds since the epoch) where the log
+        is bounded that way (`purge`); how many went. A log bounded by its size alone
+        (the filesystem spool's rotates) keeps them: 0."""
+        return 0
+
     @abc.abstractmethod
     def read(self) -> Iterator[Record]:
         """Every event kept, oldest first."""

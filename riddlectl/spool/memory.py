@@ -63,6 +63,13 @@ class MemorySpool(Spool):
                 self._docs[to][riddle.id or ""] = stamp(riddle)
                 self._arrived(to)
 
+    def restore(self, riddles: Sequence[Riddle], queue: Queue) -> None:
+        with self._mutex:
+            self.refuse_duplicates(riddles)
+            for riddle in riddles:
+                self._docs[queue][riddle.id or ""] = riddle.model_copy(deep=True)
+            self._arrived(queue)
+
     def claim(self, queue: Queue, limit: int = 1, now: float | None = None) -> list[Claim]:
         now = time.time() if now is None else now
         with self._mutex:

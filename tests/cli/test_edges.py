@@ -44,10 +44,12 @@ COMMANDS: dict[str, list[str]] = {
     "doctor": ["doctor"],
     "purge": ["purge", "--older-than", "0s"],
     "schema": ["schema"],
+    "ingest": ["ingest", "."],
+    "copy": ["copy", "--to", "copied"],
     "metrics": ["metrics"],
 }
 # Commands that only read work on a read-only spool; the others refuse it (exit 5).
-READERS = {"status", "show", "result", "events", "schema", "metrics"}
+READERS = {"status", "show", "result", "events", "schema", "copy", "metrics"}
 NEEDS_NO_SPOOL = {"schema"}
 SPOOL_UNUSABLE = 5
 

@@ -71,6 +71,7 @@ def test_a_peer_whose_library_is_missing_is_skipped_with_a_note(
 
 def test_peer_names() -> None:
     assert peers.choose("all") == ("naive", "dirq", "persist-queue", "huey-file")
+    assert peers.choose("procrastinate") == ("procrastinate",)  # needs a server: by name
     assert peers.choose(" dirq, naive ,dirq") == ("dirq", "naive")
     with pytest.raises(ValueError, match="unknown peer rq"):
         peers.choose("naive,rq")

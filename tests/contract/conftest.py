@@ -11,15 +11,18 @@ from riddlectl.spool import open_spool
 from riddlectl.spool.contract import Spool
 from riddlectl.spool.memory import MemorySpool
 
-SPOOLS = ["fs", "memory"]
+SPOOLS = ["fs", "memory", "postgres"]
 
 
 @pytest.fixture(params=SPOOLS)
 def spool(request: pytest.FixtureRequest, tmp_path: Path) -> Spool:
     """A fresh spool of each kind. The filesystem's is opened as a command opens it, with
-    no grace for drop-ins (a test's are complete when it drops them)."""
+    no grace for drop-ins (a test's are complete when it drops them); the PostgreSQL one
+    in a schema of its own (see tests/pg.py)."""
     if request.param == "fs":
         return open_spool(tmp_path / "spool", drop_in_grace=0.0)
+    if request.param == "postgres":
+        return request.getfixturevalue("pg_spool")
     made = MemorySpool()
     made.init()
     return made

@@ -18,6 +18,7 @@ riddlectl/spool/contract.py:
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import tempfile
 import threading
@@ -38,10 +39,12 @@ from hypothesis.stateful import (
 
 from riddlectl.document.model import Riddle
 from riddlectl.errors import DuplicateId
+from riddlectl.spool import open_spool
 from riddlectl.spool.contract import Claim, Spool
 from riddlectl.spool.fs.fsspool import FsSpool
 from riddlectl.spool.memory import MemorySpool
 from riddlectl.spool.states import Queue
+from tests import pg
 
 QUEUES = list(Queue)
 MAX_IDS = 12  # riddles per example: the invariants read every one after every step
@@ -66,6 +69,8 @@ class SpoolMachine(RuleBasedStateMachine):
     def __init__(self) -> None:
         super().__init__()
         self.tmp: str | None = None
+        self.schema: contextlib.AbstractContextManager[str] | None = None
+        self.url = ""
         self.spool: Spool = self.make_spool()
         # Agents: spool objects on one spool. An FsSpool object keeps a claim backlog per
         # queue for a moment (inbox.RESCAN), so a second object sees the spool change
@@ -73,6 +78,8 @@ class SpoolMachine(RuleBasedStateMachine):
         self.agents: list[Spool] = [self.spool]
         if self.tmp is not None:
             self.agents.append(FsSpool(Path(self.tmp) / "spool", durable=False))
+        if self.url:  # another connection: another holder, as another agent process is
+            self.agents.append(open_spool(self.url, create=False))
         self.owner: dict[str, Spool] = {}  # the agent holding each claim
         self.queue: dict[str, Queue] = {}  # where the winning copy is
         self.rev: dict[str, int] = {}
@@ -91,6 +98,10 @@ class SpoolMachine(RuleBasedStateMachine):
         if self.backend == "fs":
             self.tmp = tempfile.mkdtemp(prefix="spool-prop-")
             spool: Spool = FsSpool(Path(self.tmp) / "spool", durable=False)
+        elif self.backend == "postgres":
+            self.schema = pg.fresh_schema()
+            self.url = self.schema.__enter__()
+            spool = open_spool(self.url)
         else:
             spool = MemorySpool()
         spool.init()
@@ -101,6 +112,10 @@ class SpoolMachine(RuleBasedStateMachine):
             self.owner[riddle_id].release(claim)
         if self.tmp is not None:
             shutil.rmtree(self.tmp, ignore_errors=True)
+        if self.schema is not None:
+            for agent in self.agents:
+                agent.disconnect()  # type: ignore[attr-defined]
+            self.schema.__exit__(None, None, None)
 
     @property
     def is_fs(self) -> bool:
@@ -365,6 +380,10 @@ class MemorySpoolMachine(SpoolMachine):
     backend = "memory"
 
 
+class PgSpoolMachine(SpoolMachine):
+    backend = "postgres"
+
+
 SETTINGS = settings(
     max_examples=60,
     stateful_step_count=30,
@@ -377,6 +396,15 @@ TestFsSpoolProperties = FsSpoolMachine.TestCase
 TestFsSpoolProperties.settings = SETTINGS
 TestMemorySpoolProperties = MemorySpoolMachine.TestCase
 TestMemorySpoolProperties.settings = SETTINGS
+# Fewer examples on PostgreSQL: each makes a schema, and every step is a round trip.
+TestPgSpoolProperties = PgSpoolMachine.TestCase
+TestPgSpoolProperties.settings = settings(SETTINGS, max_examples=15)
+
+
+@pytest.fixture(autouse=True)
+def _needs_a_server(request: pytest.FixtureRequest) -> None:
+    if request.cls is TestPgSpoolProperties:
+        pg.require()
 
 
 # -- the cases the machine leaves out, as plain tests -------------------------------------------

@@ -8,6 +8,7 @@ import time
 import orjson
 import pytest
 
+from riddlectl.errors import DuplicateId
 from riddlectl.spool.contract import Spool
 from riddlectl.spool.states import Queue
 from tests.contract.conftest import riddle
@@ -69,3 +70,21 @@ def test_close_leaves_the_spool_usable(spool: Spool) -> None:
     spool.close()
     (claim,) = spool.claim(Queue.EXTRACTED)
     assert spool.commit(claim, claim.riddle, Queue.DONE).rev == 3
+
+
+def test_restore_stores_documents_as_they_are_and_refuses_taken_ids(spool: Spool) -> None:
+    kept = riddle("a", rev=7, created=5.0, updated=6.0, history=[{"stage": "x"}])
+    spool.restore([kept], Queue.DONE)
+    queue, stored = spool.find("a")
+    assert (queue, stored) == (Queue.DONE, kept)
+    with pytest.raises(DuplicateId):
+        spool.restore([riddle("b"), riddle("a")], Queue.INCOMING)
+    assert spool.find("b") is None
+
+
+def test_nobody_holds_a_claim_once_every_claim_is_given_back(spool: Spool) -> None:
+    spool.add([riddle("a")])
+    assert spool.holders() == []
+    (claim,) = spool.claim(Queue.INCOMING)
+    spool.release(claim)
+    assert spool.holders() == []

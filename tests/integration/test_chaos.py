@@ -17,6 +17,7 @@ from pathlib import Path
 import orjson
 import pytest
 
+from riddlectl.spool import open_spool
 from riddlectl.spool.states import Queue
 from tests.conftest import Cli
 
@@ -87,10 +88,9 @@ def chaos_run(
     assert cli("submit", "-", input=orjson.dumps(docs)).code == 0
     swarm = Swarm(cli, per_stage, helpers)
     swarm.start_all()
-    done_dir = cli.spool / Queue.DONE.value
     deadline = time.monotonic() + seconds
     try:
-        while time.monotonic() < deadline and len(list(done_dir.glob("*.json"))) < riddles:
+        while time.monotonic() < deadline and done(cli) < riddles:
             time.sleep(rng.uniform(0.05, 0.4))
             swarm.kill_one(rng)
     finally:
@@ -100,12 +100,25 @@ def chaos_run(
     finish = cli("run", "--once", timeout=300, env={"PYTHONPATH": str(helpers)})
     assert finish.code == 0, finish.err
     for doc in docs:
-        homes = [q.value for q in Queue if (cli.spool / q.value / f"{doc['id']}.json").exists()]
-        assert homes == ["done"], (doc["id"], homes)
+        assert homes(cli, doc["id"]) == ["done"], (doc["id"], homes(cli, doc["id"]))
     results = cli("result", *(doc["id"] for doc in docs)).out.splitlines()
     expected = [f"{doc['id']}\t{(i % 20) * (i % 20 + 1)}" for i, doc in enumerate(docs)]
     assert results == expected
     assert cli("doctor").code == 0
+
+
+def done(cli: Cli) -> int:
+    if isinstance(cli.spool, Path):
+        return len(list((cli.spool / Queue.DONE.value).glob("*.json")))
+    return open_spool(cli.spool, create=False).counts()[Queue.DONE]
+
+
+def homes(cli: Cli, riddle_id: str) -> list[str]:
+    """The queues holding the riddle: a directory per queue, or the one row of its id."""
+    if isinstance(cli.spool, Path):
+        return [q.value for q in Queue if (cli.spool / q.value / f"{riddle_id}.json").exists()]
+    found = open_spool(cli.spool, create=False).find(riddle_id)
+    return [] if found is None else [found[0].value]
 
 
 def test_chaos_short(cli: Cli, helpers: Path) -> None:
@@ -117,3 +130,14 @@ def test_chaos_short(cli: Cli, helpers: Path) -> None:
 @pytest.mark.parametrize("per_stage", [1, 3])
 def test_chaos_long(cli: Cli, helpers: Path, per_stage: int) -> None:
     chaos_run(cli, helpers, riddles=1000, per_stage=per_stage, seconds=240, seed=per_stage)
+
+
+def test_chaos_short_on_postgresql(pg_cli: Cli, helpers: Path) -> None:
+    chaos_run(pg_cli, helpers, riddles=60, per_stage=1, seconds=15, seed=7)
+
+
+@pytest.mark.chaos
+@pytest.mark.timeout(900)
+def test_chaos_on_postgresql(pg_cli: Cli, helpers: Path) -> None:
+    """200 riddles, two agents per stage on one PostgreSQL spool, kill -9 at random."""
+    chaos_run(pg_cli, helpers, riddles=200, per_stage=2, seconds=240, seed=14)

@@ -12,6 +12,8 @@ The peers (each a module here with a `Submitter` and a `work` loop):
 - `dirq`: dirq's QueueSimple, a directory queue (not durable), polled.
 - `persist-queue`: persist-queue's SQLiteQueue, durable, polled.
 - `huey-file`: huey with its FileStorage (not durable), polled.
+- `procrastinate`: procrastinate on a PostgreSQL server (durable), LISTEN/NOTIFY; named
+  alone, as it needs the server (`riddlectl bench --spool URL --peers procrastinate`).
 
 Polling peers look every 5 ms when idle. The libraries come with the `peers` extra
 (`pip install 'riddlectl[peers]'`); a peer whose library is missing is skipped, with a
@@ -33,6 +35,7 @@ class Peer:
     package: str  # what pip installs for it
     durable: bool | None  # None: as the run's fsync setting says
     wakeup: str
+    in_all: bool = True  # one of `all` (procrastinate needs a server: named alone)
 
 
 PEERS = {
@@ -42,14 +45,24 @@ PEERS = {
         Peer("dirq", "dirq_queue", ("dirq",), "dirq", False, "poll"),
         Peer("persist-queue", "sqlite_queue", ("persistqueue",), "persist-queue", True, "poll"),
         Peer("huey-file", "huey_files", ("huey",), "huey", False, "poll"),
+        Peer(
+            "procrastinate",
+            "procrastinate_queue",
+            ("procrastinate",),
+            "procrastinate",
+            True,
+            "listen/notify",
+            in_all=False,
+        ),
     )
 }
 
 
 def choose(names: str) -> tuple[str, ...]:
-    """Peers by comma-separated names, or `all`; `ValueError` naming an unknown one."""
+    """Peers by comma-separated names, or `all` (every one that needs no server);
+    `ValueError` naming an unknown one."""
     if names.strip() == "all":
-        return tuple(PEERS)
+        return tuple(name for name, peer in PEERS.items() if peer.in_all)
     chosen = tuple(dict.fromkeys(n.strip() for n in names.split(",") if n.strip()))
     unknown = [n for n in chosen if n not in PEERS]
     if unknown or not chosen:

@@ -13,6 +13,7 @@ before it is let go, so that `doctor` finds none left over.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import functools
 import hashlib
 import heapq
@@ -155,6 +156,31 @@ class FsSpool(Spool):
         except BaseException:
             self._withdraw(stored)  # all or none, also when the disk fills half-way
             raise
+
+    def restore(self, riddles: Sequence[Riddle], queue: Queue) -> None:
+        # For `copy`, which runs with no agent on the spool: no lock is needed.
+        self.refuse_duplicates(riddles)
+        atomic.sync_dirs(self._store_many([(queue, riddle) for riddle in riddles]))
+
+    def holders(self) -> list[dict[str, Any]]:
+        """Claims held now: lock files another process holds (an idle agent holds none).
+        Looked at read-only, so that a read-only spool can be copied."""
+        found = []
+        for entry in iter_files(self._locks):
+            try:
+                fd = os.open(entry.path, os.O_RDONLY | os.O_CLOEXEC)
+            except OSError:
+                continue
+            try:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+                    continue  # free
+                except BlockingIOError:
+                    record = os.pread(fd, 4096, 0).strip()
+                    found.append(_record(record) or {"lock": entry.name})
+            finally:
+                os.close(fd)
+        return found
 
     def _withdraw(self, stored: Sequence[tuple[Queue, Riddle]]) -> None:
         """Remove riddles this `add` stored, where they still lie untouched. An agent

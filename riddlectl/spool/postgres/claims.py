@@ -1,0 +1,107 @@
+"""The SQL of claims: take, give back, and reap those whose holder is gone.
+
+A claim is a row's `holder` (the claiming process's key, see `db`) and `token` (a number
+drawn for this claim alone). Every later step of the claim names the token, so a step
+of a claim that was reaped meanwhile changes nothing: a late commit is refused, never
+stored over what the next holder did.
+
+The claim query is the shape the established PostgreSQL queues use: the rows are picked
+in order, skipping those another transaction is claiming (`FOR UPDATE SKIP LOCKED`), in
+a materialized CTE, then marked in one `UPDATE … RETURNING`.
+"""
+
+from __future__ import annotations
+
+CLAIM = """
+WITH picked AS MATERIALIZED (
+    SELECT id FROM riddles
+    WHERE queue = %(queue)s AND holder IS NULL AND retry_at <= %(now)s
+    ORDER BY priority DESC, created, id
+    LIMIT %(limit)s
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE riddles r SET holder = %(holder)s, token = nextval('claim_tokens')
+FROM picked WHERE r.id = picked.id
+RETURNING r.id, r.queue, r.doc, r.abandoned, r.dead, r.token, r.priority, r.created
+"""
+
+CLAIM_ID = """
+UPDATE riddles SET holder = %(holder)s, token = nextval('claim_tokens')
+WHERE id = %(id)s AND holder IS NULL
+RETURNING id, queue, doc, abandoned, dead, token, priority, created
+"""
+
+# The parameters of `COMMIT` (besides `tokens`), in the order of `pgspool._row`.
+COMMIT_COLUMNS = (
+    "ids",
+    "queues",
+    "docs",
+    "revs",
+    "priorities",
+    "createds",
+    "retry_ats",
+    "updateds",
+)
+# A commit: each claimed row takes its new document and queue, and its claim ends.
+COMMIT = """
+UPDATE riddles r SET
+    queue = m.queue, doc = m.doc, rev = m.rev, priority = m.priority,
+    created = m.created, retry_at = m.retry_at, updated = m.updated,
+    holder = NULL, token = NULL, begun = false, abandoned = 0, dead = NULL
+FROM unnest(
+    %(ids)s::text[], %(tokens)s::bigint[], %(queues)s::text[], %(docs)s::bytea[],
+    %(revs)s::int[], %(priorities)s::int[], %(createds)s::float8[],
+    %(retry_ats)s::float8[], %(updateds)s::float8[]
+) AS m(id, token, queue, doc, rev, priority, created, retry_at, updated)
+WHERE r.id = m.id AND r.token = m.token
+RETURNING r.id
+"""
+
+RELEASE = """
+UPDATE riddles SET holder = NULL, token = NULL, begun = false, abandoned = 0, dead = NULL
+WHERE id = %(id)s AND token = %(token)s
+"""
+
+MARK = "UPDATE riddles SET begun = %(begun)s WHERE id = %(id)s AND token = %(token)s"
+
+# Holders whose lock is free are gone: their rows go, their claims are given back. A claim
+# whose handling had begun counts one abandoned claim, and keeps who abandoned it.
+# `pg_try_advisory_xact_lock` succeeds only on a key no live session holds (the lock
+# taken here ends with this statement's transaction); this process's own key is skipped,
+# as its session holds that lock and would take it again.
+REAP = """
+WITH dead AS (
+    DELETE FROM holders
+    WHERE key <> %(me)s AND pg_try_advisory_xact_lock(key)
+    RETURNING key, record
+), freed AS (
+    UPDATE riddles r SET
+        holder = NULL, token = NULL, begun = false,
+        abandoned = CASE WHEN r.begun THEN r.abandoned + 1 ELSE r.abandoned END,
+        dead = CASE WHEN r.begun THEN
+            coalesce((SELECT d.record FROM dead d WHERE d.key = r.holder), '{}'::jsonb)
+            || jsonb_build_object('rev', r.rev)
+            ELSE r.dead END
+    WHERE r.holder IS NOT NULL AND r.holder <> %(me)s
+      AND (r.holder IN (SELECT key FROM dead)
+           OR NOT EXISTS (SELECT 1 FROM holders h WHERE h.key = r.holder))
+    RETURNING r.id, r.queue
+)
+SELECT id, queue FROM freed
+"""
+
+# Claims whose holder is gone, for `examine`: the same test as `REAP`, changing nothing.
+DEAD_CLAIMS = """
+SELECT r.id, r.queue, coalesce(h.record, '{}'::jsonb)
+FROM riddles r LEFT JOIN holders h ON h.key = r.holder
+WHERE r.holder IS NOT NULL AND r.holder <> %(me)s
+  AND (h.key IS NULL OR pg_try_advisory_xact_lock(h.key))
+ORDER BY r.id
+"""
+
+# Holders alive now (their lock is held), other than this process: for `copy`.
+LIVE_HOLDERS = """
+SELECT record FROM holders
+WHERE key <> %(me)s AND NOT pg_try_advisory_xact_lock(key)
+ORDER BY since
+"""

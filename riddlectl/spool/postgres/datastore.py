@@ -1,0 +1,178 @@
+"""Data files kept in the PostgreSQL spool, so that agents on other hosts need no copy of
+the submitter's data directory.
+
+At submit (`PgSpool.add`), each data file a riddle names is read by the rules of
+`document.datafiles` (inside the data directory, no `..`, a regular file within
+`max_data_bytes`, UTF-8 for text) and stored by the SHA-256 of its content in `blobs`
+(once, whatever number of riddles name it); `riddle_data` maps the riddle's paths to
+contents. A file that cannot be read then is not stored: the agent looks for it in its
+own data directory, and fails the riddle as it always did when it is not there either.
+
+An agent handles a riddle with stored files in a private local directory holding them
+at their paths (`LocalCopies`); handlers, `cmd:` ones included, see an ordinary data
+directory (`RIDDLE_DATA`).
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import hashlib
+import shutil
+import tempfile
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from riddlectl.document import datafiles
+from riddlectl.errors import InvalidData
+from riddlectl.identity import scratch_dir
+from riddlectl.spool.postgres.db import Conn, Database
+
+if TYPE_CHECKING:
+    from riddlectl.document.model import Riddle
+
+# (riddle id, path as the riddle gives it, sha256 of the content, the content)
+Kept = tuple[str, str, str, bytes]
+
+
+def gather(riddles: Iterable[Riddle], data_dir: Path, max_bytes: int) -> list[Kept]:
+    """The data files of `riddles` that can be read from `data_dir` now."""
+    read: dict[tuple[str, str], tuple[str, bytes] | None] = {}
+    kept: list[Kept] = []
+    for riddle in riddles:
+        for item in riddle.data:
+            known = (item.file_plain, item.type)
+            if known not in read:
+                try:
+                    path = datafiles.resolve(data_dir, item.file_plain)
+                    content = datafiles.read(path, item.type, max_bytes)
+                    read[known] = (hashlib.sha256(content).hexdigest(), content)
+                except (InvalidData, OSError):
+                    read[known] = None  # for the agent to find, or to fail on
+            found = read[known]
+            if found is not None:
+                kept.append((riddle.id or "", item.file_plain, *found))
+    return kept
+
+
+def store(conn: Conn, kept: list[Kept]) -> None:
+    """Store the contents not stored yet, and which riddle names which, in `conn`'s
+    transaction."""
+    if not kept:
+        return
+    contents = {sha: content for _, _, sha, content in kept}
+    have = conn.execute(
+        "SELECT sha256 FROM blobs WHERE sha256 = ANY(%s)", (list(contents),)
+    ).fetchall()
+    new = [sha for sha in contents if sha not in {row[0] for row in have}]
+    if new:
+        conn.execute(
+            "INSERT INTO blobs (sha256, content) SELECT * FROM unnest(%s::text[], %s::bytea[]) "
+            "ON CONFLICT (sha256) DO NOTHING",
+            (new, [contents[sha] for sha in new]),
+        )
+    rows = {(riddle_id, path): sha for riddle_id, path, sha, _ in kept}
+    conn.execute(
+        "INSERT INTO riddle_data (riddle_id, path, sha256) "
+        "SELECT * FROM unnest(%s::text[], %s::text[], %s::text[]) "
+        "ON CONFLICT (riddle_id, path) DO UPDATE SET sha256 = excluded.sha256",
+        ([r for r, _ in rows], [p for _, p in rows], list(rows.values())),
+    )
+
+
+def forget(conn: Conn, riddle_id: str) -> None:
+    """A riddle purged: its rows go, and the contents no other riddle names."""
+    gone = conn.execute(
+        "DELETE FROM riddle_data WHERE riddle_id = %s RETURNING sha256", (riddle_id,)
+    ).fetchall()
+    if gone:
+        conn.execute(
+            "DELETE FROM blobs b WHERE b.sha256 = ANY(%s) AND NOT EXISTS "
+            "(SELECT 1 FROM riddle_data d WHERE d.sha256 = b.sha256)",
+            ([sha for (sha,) in gone],),
+        )
+
+
+class LocalCopies:
+    """The local copies of data files this process keeps, one directory per set of
+    (path, content) a riddle names, so that riddles naming the same files share one and a
+    riddle's next stage finds it made: the `KEEP` used last are kept, in a private
+    directory removed when the process ends (and by the next one, after `kill -9`)."""
+
+    KEEP = 64
+
+    def __init__(self) -> None:
+        self._mutex = threading.Lock()
+        self._views: OrderedDict[str, Path] = OrderedDict()
+        self._using: dict[str, int] = {}
+        self._root: Path | None = None
+
+    @contextlib.contextmanager
+    def local_copy(self, db: Database, riddle: Riddle, data_dir: Path) -> Iterator[Path]:
+        """A directory holding `riddle`'s stored data files at their paths; `data_dir`
+        when some of them are not stored (see the module's docstring)."""
+        wanted = {item.file_plain for item in riddle.data}
+        with db.session() as conn:
+            rows = conn.execute(
+                "SELECT path, sha256 FROM riddle_data WHERE riddle_id = %s", (riddle.id,)
+            ).fetchall()
+        files = dict(rows)
+        if not wanted or not wanted <= set(files):
+            yield data_dir
+            return
+        key = hashlib.sha256(repr(sorted(files.items())).encode()).hexdigest()[:32]
+        view = self._take(key) or self._make(db, key, files)
+        try:
+            yield view
+        finally:
+            with self._mutex:
+                self._using[key] -= 1
+
+    def _take(self, key: str) -> Path | None:
+        with self._mutex:
+            view = self._views.get(key)
+            if view is not None:
+                self._views.move_to_end(key)
+                self._using[key] = self._using.get(key, 0) + 1
+            return view
+
+    def _make(self, db: Database, key: str, files: dict[str, str]) -> Path:
+        with db.session() as conn:
+            rows = conn.execute(
+                "SELECT sha256, content FROM blobs WHERE sha256 = ANY(%s)", (list(files.values()),)
+            ).fetchall()
+        contents = {sha: bytes(content) for sha, content in rows}
+        with self._mutex:
+            if self._root is None:
+                self._root = Path(scratch_dir("data"))
+                atexit.register(shutil.rmtree, self._root, True)
+            root = self._root
+        making = Path(tempfile.mkdtemp(prefix=".making-", dir=root))
+        for path, sha in files.items():
+            parts = [p for p in path.split("/") if p not in ("", ".")]
+            if not parts or ".." in parts or path.startswith("/") or sha not in contents:
+                continue  # never stored so: submit refuses such paths
+            target = making.joinpath(*parts)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(contents[sha])
+        view = root / key
+        with self._mutex:
+            if key in self._views:  # made by another thread meanwhile
+                shutil.rmtree(making, ignore_errors=True)
+            else:
+                making.rename(view)
+                self._views[key] = view
+            self._using[key] = self._using.get(key, 0) + 1
+            self._evict()
+        return view
+
+    def _evict(self) -> None:
+        for old in list(self._views):
+            if len(self._views) <= self.KEEP:
+                return
+            if not self._using.get(old):
+                shutil.rmtree(self._views.pop(old), ignore_errors=True)
+                self._using.pop(old, None)

@@ -1,0 +1,163 @@
+"""Connections to the spool's database: one per spool object, shared by its threads.
+
+Every statement runs under one mutex, a transition in one transaction (`transaction`).
+A connection that fails is dropped and made again on next use; what failed raises
+`SpoolUnusable` (the agent loop waits and tries again), never a traceback.
+
+The holder: a process that claims riddles first takes a session advisory lock on a
+random 63-bit key and records itself in `holders` under that key. Its claims carry the
+key. The lock lives exactly as long as the connection: when the process dies, its host
+is cut off (as soon as the server's TCP keepalive or user timeout notices), or the
+server restarts, the lock is free, and a reaper (`claims.reap`) gives the claims back.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import secrets
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import psycopg
+from psycopg.types.json import Jsonb
+
+from riddlectl.errors import SpoolUnusable
+from riddlectl.identity import Actor
+from riddlectl.spool.postgres.url import SpoolUrl
+
+Conn = psycopg.Connection[tuple[Any, ...]]
+# The client side's own keepalives and user timeout: a server that vanishes, or a link
+# that is cut, is noticed within ~25 s, whether the connection is idle or sending.
+KEEPALIVES = {
+    "keepalives": 1,
+    "keepalives_idle": 10,
+    "keepalives_interval": 5,
+    "keepalives_count": 3,
+    "tcp_user_timeout": 25_000,
+}
+
+
+class Database:
+    def __init__(self, url: SpoolUrl, actor: Actor) -> None:
+        self.url = url
+        self.actor = actor
+        self._mutex = threading.RLock()
+        self._conn: Conn | None = None
+        self.holder: int | None = None  # this process's holder key, once it claimed
+
+    def connect(self) -> Conn:
+        """A new connection of its own, with the spool's schema first on its path."""
+        try:
+            return psycopg.connect(
+                self.url.conninfo,
+                autocommit=True,
+                connect_timeout=10,
+                application_name=f"riddlectl {self.actor.name}",
+                options=f"-c search_path={self.url.schema}",
+                **KEEPALIVES,  # type: ignore[arg-type]
+            )
+        except psycopg.Error as exc:
+            raise self.unreachable(exc) from None
+
+    def unreachable(self, exc: BaseException) -> SpoolUnusable:
+        text = str(exc).strip().splitlines()
+        return SpoolUnusable(
+            f"cannot use the database: {text[0] if text else type(exc).__name__}",
+            where=self.url.shown,
+        )
+
+    @contextlib.contextmanager
+    def session(self, hold: bool = False) -> Iterator[Conn]:
+        """The shared connection, for statements of their own (autocommit); with `hold`,
+        this process is a holder first."""
+        with self._mutex:
+            try:
+                conn = self._connection()
+                if hold:
+                    self._hold(conn)
+                yield conn
+            except psycopg.OperationalError as exc:
+                self._drop()
+                raise self.unreachable(exc) from None
+
+    @contextlib.contextmanager
+    def transaction(self, hold: bool = False, durable: bool = True) -> Iterator[Conn]:
+        """One transaction on the shared connection: all of it or nothing. A connection
+        found dead when the transaction begins (the server restarted, or ended it) is
+        made again once: nothing was sent yet, so nothing can be done twice.
+
+        Not `durable`: its commit does not wait for the disk (`synchronous_commit`
+        off), for what a server crash may lose safely: a claim lost is taken again
+        (its holder's later commit is refused by the token), a mark or a release lost
+        is undone by the reaper, as the crash ended every holder's session."""
+        with self._mutex:
+            conn = self._begun(hold, durable)
+            try:
+                yield conn
+            except psycopg.OperationalError as exc:
+                self._drop()
+                raise self.unreachable(exc) from None
+            except BaseException:
+                with contextlib.suppress(psycopg.Error):
+                    conn.execute("ROLLBACK")
+                raise
+            try:
+                conn.execute("COMMIT")
+            except psycopg.OperationalError as exc:
+                self._drop()
+                raise self.unreachable(exc) from None
+
+    def _begun(self, hold: bool, durable: bool) -> Conn:
+        for attempt in range(2):
+            try:
+                conn = self._connection()
+                if hold:
+                    self._hold(conn)
+                conn.execute("BEGIN" if durable else "BEGIN; SET LOCAL synchronous_commit = off")
+                return conn
+            except psycopg.OperationalError as exc:
+                self._drop()
+                if attempt:
+                    raise self.unreachable(exc) from None
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _connection(self) -> Conn:
+        conn = self._conn
+        if conn is None or conn.closed or conn.broken:
+            self._drop()
+            conn = self._conn = self.connect()
+        return conn
+
+    def _hold(self, conn: Conn) -> None:
+        if self.holder is not None:
+            return
+        while True:
+            key = secrets.randbits(63)
+            row = conn.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()
+            if row and row[0]:
+                break
+        record = {**self.actor.as_dict(), "time": time.time()}
+        conn.execute("INSERT INTO holders (key, record) VALUES (%s, %s)", (key, Jsonb(record)))
+        self.holder = key
+
+    def _drop(self) -> None:
+        """Forget the connection, and with it the holder key its lock was on."""
+        conn, self._conn, self.holder = self._conn, None, None
+        if conn is not None:
+            with contextlib.suppress(Exception):
+                conn.close()
+
+    def close(self) -> None:
+        """Leave as a holder (claims still held are reaped) and close the connection."""
+        with self._mutex:
+            conn = self._conn
+            if conn is not None and self.holder is not None and not conn.broken:
+                with contextlib.suppress(psycopg.Error):
+                    conn.execute(
+                        "DELETE FROM holders WHERE key = %(key)s AND NOT EXISTS "
+                        "(SELECT 1 FROM riddles WHERE holder = %(key)s)",
+                        {"key": self.holder},
+                    )
+            self._drop()

@@ -1,0 +1,99 @@
+"""The PostgreSQL spool's extraction cache: the `extractions` table, by key.
+
+References are the same `cache/extractions/<key>.json` strings as on the filesystem
+spool, so documents move between spools unchanged. Making one extraction is serialised
+across hosts by an advisory lock of its key, taken on a connection of its own (the
+extractor may run for a while; the spool's shared connection goes on meanwhile), and
+within this process by a lock per key.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+import psycopg
+
+from riddlectl.spool.extractions import OWN_PATH, ExtractionCache
+from riddlectl.spool.postgres.db import Database
+
+MAKING_WAIT = "120s"  # how long to wait for another agent making the same extraction
+
+
+class PgExtractionCache(ExtractionCache):
+    def __init__(self, db: Database) -> None:
+        super().__init__()
+        self.db = db
+        self._mutex = threading.Lock()
+        self._making: dict[str, threading.Lock] = {}
+
+    def get_or_make(self, key: str, make: Callable[[], dict[str, Any]]) -> str:
+        reference = self.reference(key)
+        if self._body(key) is not None:
+            return reference
+        with self._mutex:
+            making = self._making.setdefault(key, threading.Lock())
+        with making:
+            if self._body(key) is None:
+                self._make(key, make)
+        return reference
+
+    def _make(self, key: str, make: Callable[[], dict[str, Any]]) -> None:
+        with self.db.connect() as conn:
+            conn.execute(f"SET lock_timeout = '{MAKING_WAIT}'")
+            try:
+                conn.execute("SELECT pg_advisory_lock(%s)", (_lock_key(key),))
+            except psycopg.errors.LockNotAvailable:
+                raise TimeoutError(f"extraction {key}: another agent is still making it") from None
+            found = conn.execute("SELECT 1 FROM extractions WHERE key = %s", (key,)).fetchone()
+            if found is None:
+                made = make()
+                extractor = str(made.get("extractor", ""))
+                conn.execute(
+                    "INSERT INTO extractions (key, extractor, body) VALUES (%s, %s, %s) "
+                    "ON CONFLICT (key) DO UPDATE SET extractor = excluded.extractor, "
+                    "body = excluded.body",
+                    (key, extractor, orjson.dumps(made)),
+                )
+            # The lock ends with the connection, as the `with` closes it.
+
+    def _body(self, key: str) -> bytes | None:
+        with self.db.session() as conn:
+            row = conn.execute("SELECT body FROM extractions WHERE key = %s", (key,)).fetchone()
+        return None if row is None else bytes(row[0])
+
+    def load(self, reference: str | None) -> dict[str, Any] | None:
+        key = _key_of(reference)
+        raw = None if key is None else self._body(key)
+        if raw is None:
+            return None
+        try:
+            value = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            return None
+        return value if isinstance(value, dict) else None
+
+    def dropped(self, reference: str | None) -> bool:
+        key = _key_of(reference)
+        return key is not None and self._body(key) is None
+
+    def clear(self, extractor: str | None = None) -> int:
+        with self.db.transaction() as conn:
+            if extractor is None:
+                return conn.execute("DELETE FROM extractions").rowcount
+            return conn.execute(
+                "DELETE FROM extractions WHERE extractor = %s", (extractor,)
+            ).rowcount
+
+
+def _key_of(reference: str | None) -> str | None:
+    if not reference or not OWN_PATH.fullmatch(reference):
+        return None
+    return reference.removeprefix("cache/extractions/").removesuffix(".json")
+
+
+def _lock_key(key: str) -> int:
+    return int.from_bytes(hashlib.sha256(f"extraction {key}".encode()).digest()[:8], signed=True)

@@ -1,0 +1,133 @@
+"""Input from outside in the PostgreSQL spool: drop-ins, and what was set aside.
+
+A drop-in is a row of `dropins` (queue, name, bytes), as a file dropped into a queue
+directory is: read when that queue is next claimed from, by the rules of `dropins`
+(stored under its own id, or set aside into `corrupt` with the reason). `riddlectl
+ingest` is what moves files from a directory into these rows.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+from riddlectl.errors import InvalidDocument
+from riddlectl.spool.contract import Corrupt
+from riddlectl.spool.dropins import ignored, read_drop_in
+from riddlectl.spool.postgres.db import Conn
+from riddlectl.spool.states import Queue
+
+if TYPE_CHECKING:
+    from riddlectl.spool.postgres.pgspool import PgSpool
+
+READ_AT_ONCE = 64  # drop-ins read per claim
+# Names other programs write under are never read (see `dropins.ignored`).
+NOT_IGNORED = "name NOT LIKE '.%%' AND name NOT LIKE '%%.tmp'"
+
+
+class Inputs:
+    def __init__(self, spool: PgSpool) -> None:
+        self.spool = spool
+        self.db = spool.db
+
+    def drop_in(self, queue: Queue, name: str, raw: bytes) -> None:
+        if not name or "/" in name or name in (".", ".."):
+            raise ValueError(f"not a name for a drop-in: {name!r}")
+        with self.db.transaction() as conn:
+            conn.execute(
+                "INSERT INTO dropins (queue, name, raw, at) VALUES (%s, %s, %s, %s) "
+                "ON CONFLICT (queue, name) DO UPDATE SET raw = excluded.raw, at = excluded.at",
+                (queue.value, name, bytes(raw), time.time()),
+            )
+            conn.execute("SELECT pg_notify(%s, %s)", (self.spool.url.channel, queue.value))
+
+    def read_drop_ins(self, queue: Queue) -> None:
+        """Store what was dropped into `queue` under its id, or set it aside."""
+        with self.db.session() as conn:
+            any_row = conn.execute(
+                f"SELECT 1 FROM dropins WHERE queue = %s AND {NOT_IGNORED} LIMIT 1",
+                (queue.value,),
+            ).fetchone()
+        if any_row is None:
+            return  # the usual case: one indexed look, no transaction
+        told: list[tuple[str, str]] = []
+        with self.db.transaction() as conn:
+            rows = conn.execute(
+                f"SELECT name, raw FROM dropins WHERE queue = %s AND {NOT_IGNORED} "
+                "ORDER BY at, name LIMIT %s FOR UPDATE SKIP LOCKED",
+                (queue.value, READ_AT_ONCE),
+            ).fetchall()
+            for name, raw in rows:
+                reason = self._adopt(conn, queue, name, bytes(raw))
+                if reason is not None:
+                    self._keep(conn, name, bytes(raw), reason)
+                    told.append((name, reason))
+                conn.execute(
+                    "DELETE FROM dropins WHERE queue = %s AND name = %s", (queue.value, name)
+                )
+        for name, reason in told:
+            if self.spool.on_corrupt is not None:
+                self.spool.on_corrupt(queue, name, reason)
+
+    def _adopt(self, conn: Conn, queue: Queue, name: str, raw: bytes) -> str | None:
+        """Store the drop-in as a riddle; the reason it is none, else None."""
+        try:
+            riddle = read_drop_in(raw, len(raw), queue, name, self.spool.limits)
+        except InvalidDocument as exc:
+            return str(exc)
+        except Exception as exc:  # whatever it is, it is no riddle
+            return f"{queue.value}/{name}: unreadable: {type(exc).__name__}: {exc}"
+        riddle_id = riddle.id or ""
+        if conn.execute("SELECT 1 FROM riddles WHERE id = %s", (riddle_id,)).fetchone():
+            return f"{queue.value}/{name}: id {riddle_id!r} is already in the spool"
+        if name != f"{riddle_id}.json":
+            riddle.extensions()["dropped_as"] = name  # how to find a riddle given an id
+        self.spool.insert(conn, [(queue, riddle)])
+        return None
+
+    def _keep(self, conn: Conn, name: str, raw: bytes, reason: str) -> str:
+        """Keep `raw` as set aside under `name` (made unique); the name it was kept as."""
+        if conn.execute("SELECT 1 FROM corrupt WHERE name = %s", (name,)).fetchone():
+            name = f"{name}.{time.time_ns()}"
+        conn.execute(
+            "INSERT INTO corrupt (name, raw, reason, at) VALUES (%s, %s, %s, %s)",
+            (name, raw, reason, time.time()),
+        )
+        return name
+
+    def set_aside(self, queue: Queue, name: str, reason: str) -> None:
+        with self.db.transaction() as conn:
+            row = conn.execute(
+                "DELETE FROM dropins WHERE queue = %s AND name = %s RETURNING raw",
+                (queue.value, name),
+            ).fetchone()
+            if row is None:
+                row = conn.execute(
+                    "DELETE FROM riddles WHERE queue = %s AND id = %s RETURNING doc",
+                    (queue.value, name.removesuffix(".json")),
+                ).fetchone()
+            if row is None:
+                raise FileNotFoundError(f"{queue.value}/{name}: not in the spool")
+            self._keep(conn, name, bytes(row[0]), reason)
+        if self.spool.on_corrupt is not None:
+            self.spool.on_corrupt(queue, name, reason)
+
+    def corrupt_files(self) -> list[Corrupt]:
+        with self.db.session() as conn:
+            rows = conn.execute('SELECT name, reason FROM corrupt ORDER BY name COLLATE "C"')
+            return [Corrupt(name, reason) for name, reason in rows.fetchall()]
+
+    def dropped_ids(self, queue: Queue) -> list[str]:
+        """The unread drop-ins of `queue`, as a directory listing shows them."""
+        with self.db.session() as conn:
+            rows = conn.execute(
+                f"SELECT name FROM dropins WHERE queue = %s AND {NOT_IGNORED}", (queue.value,)
+            ).fetchall()
+        return [name.removesuffix(".json") for (name,) in rows if not ignored(name)]
+
+    def dropped_counts(self) -> dict[Queue, int]:
+        with self.db.session() as conn:
+            rows = conn.execute(
+                f"SELECT queue, count(*) FROM dropins WHERE {NOT_IGNORED} GROUP BY queue"
+            ).fetchall()
+        return {Queue(queue): int(n) for queue, n in rows}

@@ -1,0 +1,352 @@
+"""The PostgreSQL spool: one row per riddle in `riddles`, its queue a column.
+
+The primary key makes "one id, one queue" structural: there are no copies to resolve.
+Every transition is one transaction: the document, its queue, `rev`, its events (see
+`events`) and the wake-up (`NOTIFY`, delivered at commit) together. Claims are rows
+marked with their holder and a token (see `claims`, `db`); a claim's holder dying gives
+it back through the reaper, which every claiming agent runs now and then.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from riddlectl.document import codec as documents
+from riddlectl.document.codec import Limits
+from riddlectl.document.ids import ID_RE
+from riddlectl.errors import ClaimLost, DuplicateId
+from riddlectl.identity import Actor
+from riddlectl.spool.contract import (
+    WAIT_NOTICE,
+    Claim,
+    Corrupt,
+    Finding,
+    Spool,
+    busy,
+    order_key,
+    retry_at,
+    stamp,
+    unknown,
+)
+from riddlectl.spool.events import Committed
+from riddlectl.spool.postgres import claims as sql
+from riddlectl.spool.postgres import datastore as data
+from riddlectl.spool.postgres import schema
+from riddlectl.spool.postgres.db import Conn, Database
+from riddlectl.spool.postgres.events import PgEventLog
+from riddlectl.spool.postgres.extractions import PgExtractionCache
+from riddlectl.spool.postgres.inputs import Inputs
+from riddlectl.spool.postgres.reading import Reading
+from riddlectl.spool.postgres.url import SpoolUrl
+from riddlectl.spool.states import Queue, route
+
+if TYPE_CHECKING:
+    from riddlectl.document.model import Riddle
+    from riddlectl.spool.postgres.wakeups import PgWatch
+
+REAP_EVERY = 1.0  # seconds between looks for claims of dead holders, per spool object
+CLAIM_ID_POLL = 0.05  # seconds between tries of `claim_id` while the riddle is held
+COLUMNS = "id, queue, doc, abandoned, dead, token, priority, created"
+
+
+class PgSpool(Reading, Spool):
+    def __init__(
+        self,
+        url: SpoolUrl,
+        *,
+        actor: Actor | None = None,
+        limits: Limits | None = None,
+        data_dir: Path | None = None,
+        max_data_bytes: int = 10 * 1024 * 1024,
+    ):
+        self.url = url
+        self.data_dir = data_dir  # where `add` reads data files from; None: not kept
+        self.max_data_bytes = max_data_bytes
+        self.limits = limits or Limits()
+        self.db = Database(url, actor or Actor("riddlectl"))
+        self._events = PgEventLog(self.db)
+        self._extractions = PgExtractionCache(self.db)
+        self.inputs = Inputs(self)
+        self._copies = data.LocalCopies()
+        self._reaped = 0.0
+        self.contended = 0  # SKIP LOCKED passes over rows being claimed: never waited on
+
+    @property
+    def events(self) -> PgEventLog:
+        return self._events
+
+    @property
+    def extractions(self) -> PgExtractionCache:
+        return self._extractions
+
+    def init(self) -> None:
+        with self.db.session() as conn:
+            schema.migrate(conn, self.url.schema, self.url.shown)
+
+    def check(self) -> None:
+        with self.db.session() as conn:
+            schema.check(conn, self.url.schema, self.url.shown)
+
+    # -- writing ------------------------------------------------------------------------
+
+    def add(self, riddles: Iterable[Riddle], queue: Queue | None = None) -> None:
+        riddles = list(riddles)
+        ids = [riddle.id or "" for riddle in riddles]
+        repeated = next((i for n, i in enumerate(ids) if i in ids[:n]), None)
+        if repeated is not None:
+            raise DuplicateId("id already in the spool", where=repeated, field="id")
+        placed = [(queue or route(riddle), stamp(riddle)) for riddle in riddles]
+        kept = (
+            []
+            if self.data_dir is None
+            else data.gather(riddles, self.data_dir, self.max_data_bytes)
+        )
+        with self.db.transaction() as conn:
+            taken = conn.execute(
+                "SELECT id FROM riddles WHERE id = ANY(%s) ORDER BY id LIMIT 1", (ids,)
+            ).fetchone()
+            if taken is not None:
+                raise DuplicateId("id already in the spool", where=taken[0], field="id")
+            self.insert(conn, placed)
+            data.store(conn, kept)
+            self._finish(conn, {to for to, _ in placed})
+        self._events.taken()
+
+    def restore(self, riddles: Sequence[Riddle], queue: Queue) -> None:
+        riddles = list(riddles)
+        kept = (
+            []
+            if self.data_dir is None
+            else data.gather(riddles, self.data_dir, self.max_data_bytes)
+        )
+        with self.db.transaction() as conn:
+            ids = [riddle.id or "" for riddle in riddles]
+            taken = conn.execute(
+                "SELECT id FROM riddles WHERE id = ANY(%s) ORDER BY id LIMIT 1", (ids,)
+            ).fetchone()
+            if taken is not None or len(set(ids)) < len(ids):
+                where = taken[0] if taken else "copy"
+                raise DuplicateId("id already in the spool", where=where, field="id")
+            self.insert(conn, [(queue, riddle) for riddle in riddles])
+            data.store(conn, kept)
+            self._finish(conn, [queue])
+
+    def holders(self) -> list[dict[str, Any]]:
+        with self.db.session() as conn:
+            rows = conn.execute(sql.LIVE_HOLDERS, self._me()).fetchall()
+        return [dict(record) for (record,) in rows]
+
+    def insert(self, conn: Conn, placed: Sequence[tuple[Queue, Riddle]]) -> None:
+        """Store documents as they are (no stamp), in one statement."""
+        rows = [_row(to, riddle) for to, riddle in placed]
+        conn.execute(
+            "INSERT INTO riddles (id, queue, doc, rev, priority, created, retry_at, updated) "
+            "SELECT * FROM unnest(%s::text[], %s::text[], %s::bytea[], %s::int[], %s::int[], "
+            "%s::float8[], %s::float8[], %s::float8[])",
+            [list(column) for column in zip(*rows, strict=True)] if rows else [[]] * 8,
+        )
+
+    def _finish(self, conn: Conn, arrived: Iterable[Queue]) -> None:
+        """The end of a transition's transaction: its events, and its wake-ups."""
+        pending = self._events.pending()
+        if pending:
+            self._events.insert(conn, pending)
+        for queue in sorted(set(arrived)):
+            conn.execute("SELECT pg_notify(%s, %s)", (self.url.channel, queue.value))
+
+    def commit(self, claim: Claim, riddle: Riddle, to: Queue) -> Riddle:
+        return self.commit_many([(claim, riddle, to)])[0]
+
+    def commit_many(self, moves: Sequence[tuple[Claim, Riddle, Queue]]) -> list[Riddle]:
+        stamped = [(claim, stamp(riddle), to) for claim, riddle, to in moves]
+        rows = [_row(to, riddle) for _, riddle, to in stamped]
+        self.refuse_oversize(
+            (claim, r, to, len(row[2])) for (claim, r, to), row in zip(stamped, rows, strict=True)
+        )
+        params: dict[str, list[Any]] = {
+            name: list(column)
+            for name, column in zip(sql.COMMIT_COLUMNS, zip(*rows, strict=True), strict=True)
+        }
+        params["tokens"] = [claim.token for claim, _, _ in stamped]
+        with self.db.transaction() as conn:
+            done = {row[0] for row in conn.execute(sql.COMMIT, params).fetchall()}
+            lost = [r.id or "" for _, r, _ in stamped if r.id not in done]
+            if lost:
+                raise ClaimLost(
+                    "the claim was given back (its agent was taken for dead); "
+                    "the commit is refused",
+                    where=", ".join(lost),
+                )
+            self._finish(conn, [to for _, _, to in stamped])
+        self._events.taken()
+        for claim, _, _ in stamped:
+            claim.open = False
+        return [riddle for _, riddle, _ in stamped]
+
+    def release(self, claim: Claim) -> None:
+        if not claim.open:
+            return
+        claim.open = False
+        with self.db.transaction(durable=False) as conn:
+            conn.execute(sql.RELEASE, {"id": claim.riddle.id, "token": claim.token})
+
+    def delete(self, claim: Claim) -> None:
+        with self.db.transaction() as conn:
+            gone = conn.execute(
+                "DELETE FROM riddles WHERE id = %s AND token = %s", (claim.riddle.id, claim.token)
+            ).rowcount
+            if not gone and self.holds(claim.queue, claim.riddle.id or ""):
+                raise ClaimLost("the claim was given back; not deleted", where=claim.riddle.id)
+            data.forget(conn, claim.riddle.id or "")
+            self._finish(conn, [])
+        self._events.taken()
+        claim.open = False
+
+    def begin(self, claim: Claim) -> None:
+        self._mark(claim, True)
+
+    def handled(self, claim: Claim) -> None:
+        self._mark(claim, False)
+
+    def _mark(self, claim: Claim, begun: bool) -> None:
+        with self.db.transaction(durable=False) as conn:
+            conn.execute(sql.MARK, {"begun": begun, "id": claim.riddle.id, "token": claim.token})
+
+    # -- claiming -------------------------------------------------------------------------
+
+    def claim(self, queue: Queue, limit: int = 1, now: float | None = None) -> list[Claim]:
+        now = time.time() if now is None else now
+        self.reap(every=REAP_EVERY)
+        self.inputs.read_drop_ins(queue)
+        with self.db.transaction(hold=True, durable=False) as conn:
+            rows = conn.execute(
+                sql.CLAIM,
+                {"queue": queue.value, "now": now, "limit": limit, "holder": self.db.holder},
+            ).fetchall()
+        claims = [self._claim_of(row) for row in rows]
+        claims.sort(key=lambda claim: order_key(claim.riddle))
+        return claims
+
+    def claim_id(self, riddle_id: str, wait: float = 5.0) -> Claim:
+        if not ID_RE.fullmatch(riddle_id):
+            raise unknown(riddle_id)
+        started = time.monotonic()
+        told = False
+        while True:
+            with self.db.transaction(hold=True, durable=False) as conn:
+                row = conn.execute(
+                    sql.CLAIM_ID, {"id": riddle_id, "holder": self.db.holder}
+                ).fetchone()
+                known = (
+                    row is not None
+                    or conn.execute("SELECT 1 FROM riddles WHERE id = %s", (riddle_id,)).fetchone()
+                )
+            if row is not None:
+                return self._claim_of(row)
+            if not known:
+                raise unknown(riddle_id)
+            waited = time.monotonic() - started
+            if waited >= wait:
+                raise busy(riddle_id, wait)
+            if waited >= WAIT_NOTICE and not told and self.on_wait is not None:
+                told = True
+                self.on_wait(riddle_id)
+            self.reap(every=REAP_EVERY)
+            due = wait if told or wait <= WAIT_NOTICE else WAIT_NOTICE
+            time.sleep(max(0.0, min(CLAIM_ID_POLL, due - waited)))
+
+    def _claim_of(self, row: tuple[Any, ...]) -> Claim:
+        riddle_id, queue_name, doc, abandoned, dead, token = row[:6]
+        queue = Queue(queue_name)
+        riddle = self._parse(queue, riddle_id, doc)
+        if abandoned and self.on_abandoned is not None:
+            self.on_abandoned(queue, riddle, dict(dead or {}), abandoned)
+        return Claim(riddle, queue, abandoned, token)
+
+    def reap(self, every: float = 0.0) -> list[tuple[str, Queue]]:
+        """Give back the claims of holders that are gone (at most once per `every` s);
+        the riddles given back, and a wake-up for their queues."""
+        if time.monotonic() - self._reaped < every:
+            return []
+        self._reaped = time.monotonic()
+        with self.db.transaction(durable=False) as conn:
+            freed = [(i, Queue(q)) for i, q in conn.execute(sql.REAP, self._me()).fetchall()]
+            self._finish(conn, [queue for _, queue in freed])
+        return freed
+
+    def _me(self) -> dict[str, int]:
+        return {"me": self.db.holder if self.db.holder is not None else 0}
+
+    # -- input from outside ---------------------------------------------------------------
+
+    def drop_in(self, queue: Queue, name: str, raw: bytes) -> None:
+        self.inputs.drop_in(queue, name, raw)
+
+    def set_aside(self, queue: Queue, name: str, reason: str) -> None:
+        self.inputs.set_aside(queue, name, reason)
+
+    def corrupt_files(self) -> list[Corrupt]:
+        return self.inputs.corrupt_files()
+
+    # -- agents and repair ----------------------------------------------------------------
+
+    def watch(self, queues: Iterable[Queue], wake: Any) -> PgWatch | None:
+        from riddlectl.spool.postgres.wakeups import PgWatch
+
+        return PgWatch(self.db, queues, wake)  # it listens once it can, polling meanwhile
+
+    def recover(self, committed: Committed) -> int:
+        self.reap()
+        return self._events.recover(committed)
+
+    def examine(self, fix: bool = False) -> list[Finding]:
+        with self.db.session() as conn:
+            rows = conn.execute(sql.DEAD_CLAIMS, self._me()).fetchall()
+        findings = [
+            Finding(
+                "dead-claim",
+                riddle_id,
+                f"claimed in {queue} by {_holder(record)}, which is gone",
+            )
+            for riddle_id, queue, record in rows
+        ]
+        if fix and findings:
+            freed = {riddle_id for riddle_id, _ in self.reap()}
+            for finding in findings:
+                finding.fixed = finding.subject in freed
+        return findings
+
+    def data_files(self, riddle: Riddle, data_dir: Path) -> contextlib.AbstractContextManager[Path]:
+        if not riddle.data:
+            return contextlib.nullcontext(data_dir)
+        return self._copies.local_copy(self.db, riddle, data_dir)
+
+    def close(self) -> None:
+        pass  # the connection is kept: claims may still be open; it ends with the process
+
+    def disconnect(self) -> None:
+        """Close the connection (claims still held are given back by the reaper)."""
+        self.db.close()
+
+
+def _row(queue: Queue, riddle: Riddle) -> tuple[Any, ...]:
+    """The columns of a stored document, less the document itself (the caller has it)."""
+    return (
+        riddle.id or "",
+        queue.value,
+        documents.dumps(riddle),
+        riddle.rev,
+        riddle.priority,
+        riddle.created or 0.0,
+        retry_at(riddle),
+        riddle.updated or 0.0,
+    )
+
+
+def _holder(record: dict[str, Any] | None) -> str:
+    record = record or {}
+    return f"{record.get('agent', '?')} on {record.get('host', '?')} (pid {record.get('pid', '?')})"

@@ -1,0 +1,153 @@
+"""The spool's schema, made and migrated by numbered steps (`riddlectl init`).
+
+Each migration runs in one transaction, under an advisory lock of the schema's name, so
+two `init`s at once apply each step once. A schema newer than this code knows is
+refused, not used: an older agent must not write rows a newer layout reads otherwise.
+
+Table settings are chosen for a high-churn queue: `riddles` leaves a third of each page
+free (fillfactor 70) so that the update of a claim can stay on its page, and is vacuumed
+after 2 % of it changed instead of 20 %; events and extractions are append-mostly.
+"""
+
+from __future__ import annotations
+
+import zlib
+from typing import TYPE_CHECKING, Any
+
+from riddlectl.errors import SpoolUnusable
+
+if TYPE_CHECKING:
+    import psycopg
+
+QUEUES = "('incoming','extracted','solved','validated','done','failed','waiting','hold')"
+
+MIGRATIONS: list[str] = [
+    # 1: the queues, claims, input set aside, events, extractions.
+    f"""
+    CREATE TABLE riddles (
+        id text PRIMARY KEY,
+        queue text NOT NULL CHECK (queue IN {QUEUES}),
+        doc bytea NOT NULL,
+        rev integer NOT NULL,
+        priority integer NOT NULL DEFAULT 0,
+        created double precision NOT NULL DEFAULT 0,
+        retry_at double precision NOT NULL DEFAULT 0,
+        updated double precision NOT NULL DEFAULT 0,
+        holder bigint,
+        token bigint,
+        begun boolean NOT NULL DEFAULT false,
+        abandoned integer NOT NULL DEFAULT 0,
+        dead jsonb
+    ) WITH (fillfactor = 70, autovacuum_vacuum_scale_factor = 0.02,
+            autovacuum_vacuum_threshold = 100, autovacuum_analyze_scale_factor = 0.02);
+    CREATE INDEX riddles_queue ON riddles (queue, priority DESC, created, id);
+    CREATE INDEX riddles_held ON riddles (holder) WHERE holder IS NOT NULL;
+    CREATE INDEX riddles_updated ON riddles (updated);
+    CREATE SEQUENCE claim_tokens;
+    CREATE TABLE holders (
+        key bigint PRIMARY KEY,
+        record jsonb NOT NULL,
+        since timestamptz NOT NULL DEFAULT now()
+    ) WITH (fillfactor = 70);
+    CREATE TABLE dropins (
+        queue text NOT NULL CHECK (queue IN {QUEUES}),
+        name text NOT NULL,
+        raw bytea NOT NULL,
+        at double precision NOT NULL,
+        PRIMARY KEY (queue, name)
+    );
+    CREATE TABLE corrupt (
+        name text PRIMARY KEY,
+        raw bytea NOT NULL,
+        reason text NOT NULL,
+        at double precision NOT NULL
+    );
+    CREATE TABLE events (
+        seq bigserial PRIMARY KEY,
+        at double precision NOT NULL,
+        body text NOT NULL
+    ) WITH (autovacuum_vacuum_insert_scale_factor = 0.05);
+    CREATE INDEX events_at ON events (at);
+    CREATE TABLE extractions (
+        key text PRIMARY KEY,
+        extractor text NOT NULL,
+        body bytea NOT NULL
+    );
+    """,
+    # 2: data files, by content, and the riddles that name them.
+    """
+    CREATE TABLE blobs (
+        sha256 text PRIMARY KEY,
+        content bytea NOT NULL
+    );
+    CREATE TABLE riddle_data (
+        riddle_id text NOT NULL,
+        path text NOT NULL,
+        sha256 text NOT NULL,
+        PRIMARY KEY (riddle_id, path)
+    );
+    CREATE INDEX riddle_data_sha256 ON riddle_data (sha256);
+    """,
+]
+LATEST = len(MIGRATIONS)
+
+
+def lock_key(schema: str) -> int:
+    """The advisory lock key of `schema`'s migrations (a signed 64-bit number)."""
+    return zlib.crc32(f"riddlectl migrate {schema}".encode()) - 2**31
+
+
+def version(conn: psycopg.Connection[tuple[Any, ...]], schema: str) -> int:
+    """The schema's version: 0 when it has no spool yet."""
+    row = conn.execute(
+        "SELECT to_regclass(%s) IS NOT NULL", (f"{_quote(schema)}.schema_version",)
+    ).fetchone()
+    if not row or not row[0]:
+        return 0
+    found = conn.execute(f"SELECT max(version) FROM {_quote(schema)}.schema_version").fetchone()
+    return int(found[0] or 0) if found else 0
+
+
+def migrate(conn: psycopg.Connection[tuple[Any, ...]], schema: str, shown: str) -> int:
+    """Bring `schema` up to `LATEST`; how many steps were applied."""
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (lock_key(schema),))
+        conn.execute(f"CREATE SCHEMA IF NOT EXISTS {_quote(schema)}")
+        conn.execute(
+            f"CREATE TABLE IF NOT EXISTS {_quote(schema)}.schema_version ("
+            "version integer PRIMARY KEY, applied timestamptz NOT NULL DEFAULT now())"
+        )
+        have = version(conn, schema)
+        refuse_newer(have, shown)
+        conn.execute(f"SET LOCAL search_path TO {_quote(schema)}")
+        for number in range(have + 1, LATEST + 1):
+            conn.execute(MIGRATIONS[number - 1])
+            conn.execute("INSERT INTO schema_version (version) VALUES (%s)", (number,))
+    return LATEST - have
+
+
+def check(conn: psycopg.Connection[tuple[Any, ...]], schema: str, shown: str) -> None:
+    """`SpoolUnusable` unless `schema` holds a spool of the version this code knows."""
+    have = version(conn, schema)
+    if have == 0:
+        raise SpoolUnusable("no spool here (create one with riddlectl init)", where=shown)
+    refuse_newer(have, shown)
+    if have < LATEST:
+        raise SpoolUnusable(
+            f"the spool's schema is version {have}, this riddlectl needs {LATEST}: "
+            "run riddlectl init to migrate it",
+            where=shown,
+        )
+
+
+def refuse_newer(have: int, shown: str) -> None:
+    if have > LATEST:
+        raise SpoolUnusable(
+            f"the spool's schema is version {have}, newer than this riddlectl knows "
+            f"({LATEST}): upgrade riddlectl",
+            where=shown,
+        )
+
+
+def _quote(name: str) -> str:
+    return f'"{name}"'  # names are checked against url.SCHEMA_RE first

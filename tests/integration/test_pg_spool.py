@@ -1,0 +1,308 @@
+"""What the PostgreSQL spool adds to the contract: the command line on it, claims that die
+with their holder, late commits refused, migrations, wake-ups that survive a dropped
+connection. A real server (tests/pg.py), real processes, real kill -9."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import orjson
+import psycopg
+import pytest
+
+from riddlectl.errors import ClaimLost, SpoolUnusable
+from riddlectl.identity import Actor
+from riddlectl.spool import open_spool
+from riddlectl.spool.postgres.pgspool import PgSpool
+from riddlectl.spool.postgres.schema import LATEST
+from riddlectl.spool.states import Queue
+from tests import pg
+from tests.conftest import Cli, example_doc
+from tests.contract.conftest import riddle
+from tests.rig import until
+
+
+def opened(url: str) -> PgSpool:
+    spool = open_spool(url, create=False)
+    assert isinstance(spool, PgSpool)
+    return spool
+
+
+def terminate(spool: PgSpool, application: str = "") -> int:
+    """End the server side of `spool`'s connections whose application name starts so
+    (all of this spool's schema by default), as a server restart or a cut link would."""
+    with psycopg.connect(pg.require(), autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE application_name LIKE %s AND pid <> pg_backend_pid() "
+            "AND query NOT LIKE '%%pg_terminate_backend%%' AND backend_type = 'client backend' "
+            "AND pid IN (SELECT pid FROM pg_stat_activity WHERE application_name LIKE %s)",
+            (f"riddlectl {application}%", f"riddlectl {application}%"),
+        ).fetchall()
+    return len(rows)
+
+
+def test_the_command_line_runs_a_riddle_to_done_on_postgresql(pg_cli: Cli) -> None:
+    submitted = pg_cli("submit", "-", input=orjson.dumps(example_doc(id="ex")))
+    assert submitted.code == 0, submitted.err
+    assert submitted.out.strip() == "ex"
+    ran = pg_cli("run", "--once")
+    assert ran.code == 0, ran.err
+    assert pg_cli("result", "ex").out == "150\n"
+    status = pg_cli("status", "--json").json()
+    assert status["counts"]["done"] == 1  # type: ignore[index]
+    stages = [orjson.loads(line)["stage"] for line in pg_cli("events").out.splitlines()]
+    assert stages[:1] == ["submit"] and "manage" in stages
+    assert pg_cli("doctor").code == 0
+
+
+def test_a_command_on_a_schema_without_a_spool_says_to_init(pg_url: str, data_dir: Path) -> None:
+    done = Cli(pg_url, data_dir)("status")
+    assert done.code == 5
+    assert done.err.endswith(": no spool here (create one with riddlectl init)\n")
+    init = Cli(pg_url, data_dir)("init")
+    assert init.code == 0, init.err
+    assert Cli(pg_url, data_dir)("status").code == 0
+
+
+def test_init_is_idempotent_and_a_newer_schema_is_refused(pg_url: str) -> None:
+    open_spool(pg_url).disconnect()  # type: ignore[attr-defined]
+    spool = open_spool(pg_url)  # again: nothing to apply
+    schema = pg_url.rsplit("schema=", 1)[1]
+    with psycopg.connect(pg.require(), autocommit=True) as conn:
+        versions = conn.execute(f'SELECT version FROM "{schema}".schema_version').fetchall()
+        assert [v for (v,) in versions] == list(range(1, LATEST + 1))
+        conn.execute(f'INSERT INTO "{schema}".schema_version VALUES (%s)', (LATEST + 1,))
+    for create in (False, True):
+        with pytest.raises(SpoolUnusable, match="newer than this riddlectl knows"):
+            open_spool(pg_url, create=create)
+    spool.disconnect()  # type: ignore[attr-defined]
+
+
+def test_inits_at_once_apply_each_migration_once(pg_url: str) -> None:
+    errors: list[BaseException] = []
+
+    def init() -> None:
+        try:
+            open_spool(pg_url).disconnect()  # type: ignore[attr-defined]
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=init) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+
+
+HOLDER = textwrap.dedent(
+    """
+    import sys, time
+    from riddlectl.spool import open_spool
+    from riddlectl.spool.states import Queue
+    spool = open_spool(sys.argv[1], create=False)
+    (claim,) = spool.claim(Queue.INCOMING)
+    if sys.argv[2] == "begin":
+        spool.begin(claim)
+    print(claim.riddle.id, flush=True)
+    time.sleep(60)
+    """
+)
+
+
+def hold_in_a_process(url: str, how: str) -> subprocess.Popen[str]:
+    proc = subprocess.Popen(
+        [sys.executable, "-c", HOLDER, url, how], stdout=subprocess.PIPE, text=True
+    )
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "a"
+    return proc
+
+
+@pytest.mark.parametrize("how", ["begin", "claim"])
+def test_a_claim_dies_with_its_process(pg_spool: PgSpool, pg_url: str, how: str) -> None:
+    pg_spool.add([riddle("a")])
+    told: list[tuple[str, dict[str, object], int]] = []
+    pg_spool.on_abandoned = lambda queue, r, owner, n: told.append((r.id or "", owner, n))
+    proc = hold_in_a_process(pg_url, how)
+    assert pg_spool.claim(Queue.INCOMING) == []  # held by a live process
+    assert pg_spool.examine() == []
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    until(pg_spool.examine, 5)  # the server notices the closed connection at once, or nearly
+    (finding,) = pg_spool.examine()
+    assert (finding.kind, finding.subject, finding.fixed) == ("dead-claim", "a", False)
+    assert f"(pid {proc.pid}), which is gone" in finding.detail
+    assert [f.fixed for f in pg_spool.examine(fix=True)] == [True]
+    (claim,) = pg_spool.claim(Queue.INCOMING)
+    if how == "begin":  # its handling had begun: one abandoned claim, and who left it
+        assert claim.abandoned == 1
+        ((riddle_id, owner, count),) = told
+        assert (riddle_id, owner["pid"], owner["rev"], count) == ("a", proc.pid, 1, 1)
+    else:
+        assert claim.abandoned == 0 and told == []
+    assert pg_spool.commit(claim, claim.riddle, Queue.EXTRACTED).rev == 2
+    assert pg_spool.examine() == []
+
+
+def test_a_late_commit_of_a_claim_given_back_is_refused(pg_spool: PgSpool, pg_url: str) -> None:
+    pg_spool.add([riddle("a"), riddle("b")])
+    cut_off = PgSpool(opened(pg_url).url, actor=Actor("cut"))
+    (lost,) = cut_off.claim(Queue.INCOMING)
+    cut_off.begin(lost)
+    assert terminate(cut_off, "cut") >= 1  # its host loses the server: its lock goes
+    until(lambda: pg_spool.examine(), 5)
+    (again,) = [c for c in pg_spool.claim(Queue.INCOMING, limit=2) if c.riddle.id == lost.riddle.id]
+    assert again.abandoned == 1
+    later = pg_spool.commit(again, again.riddle, Queue.EXTRACTED)
+    with pytest.raises(ClaimLost, match="the commit is refused"):
+        cut_off.commit(lost, lost.riddle, Queue.DONE)  # reconnects, and is refused
+    assert pg_spool.find(lost.riddle.id or "") == (Queue.EXTRACTED, later)
+    cut_off.release(lost)  # giving back what is no longer held changes nothing either
+    assert pg_spool.find(lost.riddle.id or "")[0] is Queue.EXTRACTED
+    cut_off.disconnect()
+
+
+def test_wake_ups_survive_a_dropped_listening_connection(pg_spool: PgSpool) -> None:
+    wake = threading.Event()
+    watching = pg_spool.watch([Queue.INCOMING], wake)
+    try:
+        assert terminate(pg_spool) >= 1  # the work connection and the listening one
+        assert wake.wait(10), "woken once listening again (arrivals may have been missed)"
+        wake.clear()
+        pg_spool.add([riddle("a")])  # the work connection is made again too
+        assert wake.wait(5), "woken by an arrival after the reconnect"
+    finally:
+        watching.stop()
+
+
+def test_events_are_written_with_their_commit(pg_spool: PgSpool) -> None:
+    pg_spool.add([riddle("a")])
+    (claim,) = pg_spool.claim(Queue.INCOMING)
+    with (
+        pytest.raises(ClaimLost),
+        pg_spool.events.committing([{"id": "a", "n": 1}], lambda event: False),
+    ):
+        pg_spool.release(claim)  # then commits what it no longer holds
+        claim.open = True
+        pg_spool.commit(claim, claim.riddle, Queue.DONE)
+    assert list(pg_spool.events.read()) == []  # refused: neither the move nor its event
+    (claim,) = pg_spool.claim(Queue.INCOMING)
+    with pg_spool.events.committing([{"id": "a", "n": 2}], lambda event: False):
+        pg_spool.commit(claim, claim.riddle, Queue.DONE)
+    assert [e["n"] for e in pg_spool.events.read()] == [2]
+    assert pg_spool.events.recover(lambda event: True) == 0
+
+
+def test_time_of_a_claim_does_not_depend_on_a_slow_listener(pg_spool: PgSpool) -> None:
+    # The listening connection is its own: claims and commits never wait for it.
+    wake = threading.Event()
+    watching = pg_spool.watch([Queue.INCOMING], wake)
+    try:
+        pg_spool.add([riddle(f"r{n}") for n in range(20)])
+        started = time.monotonic()
+        while claims := pg_spool.claim(Queue.INCOMING, limit=5):
+            pg_spool.commit_many([(c, c.riddle, Queue.DONE) for c in claims])
+        assert pg_spool.counts()[Queue.DONE] == 20
+        assert time.monotonic() - started < 30
+    finally:
+        watching.stop()
+
+
+PROBE = """
+import json, os, sys
+doc = json.load(sys.stdin)
+spool, data = os.environ["RIDDLE_SPOOL"], os.environ["RIDDLE_DATA"]
+seen = {
+    "data": open(os.path.join(data, "example", "x.txt")).read(),
+    "extracted": json.load(open(os.path.join(spool, doc["data"][0]["file_extracted"]))),
+    "url": os.environ["RIDDLE_SPOOL_URL"],
+}
+json.dump(seen, open(sys.argv[1], "w"))
+print("{}")
+"""
+
+
+def test_agents_elsewhere_need_no_copy_of_the_data_directory(pg_cli: Cli, tmp_path: Path) -> None:
+    submitted = pg_cli("submit", "-", input=orjson.dumps(example_doc(id="ex")))
+    assert submitted.code == 0, submitted.err
+    elsewhere = Cli(pg_cli.spool, tmp_path / "empty-data")  # another host: no data files
+    (tmp_path / "empty-data").mkdir()
+    (tmp_path / "probe.py").write_text(PROBE)
+    seen = tmp_path / "seen.json"
+    probe = f"cmd:{sys.executable} {tmp_path / 'probe.py'} {seen}"
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    (scratch / "riddlectl-data-999999999-left").mkdir()  # left by a process killed with -9
+    ran = elsewhere(
+        "run",
+        "--once",
+        "--handler",
+        f"solve={probe}",
+        "--handler",
+        "solve=calculator",
+        env={"TMPDIR": str(scratch)},
+    )
+    assert ran.code == 0, ran.err
+    assert elsewhere("result", "ex").out == "150\n"
+    found = orjson.loads(seen.read_bytes())
+    assert found["data"] == (pg_cli.data / "example" / "x.txt").read_text()
+    assert found["extracted"]["source"] == "example/x.txt"  # a local copy of the extraction
+    assert found["url"] == str(pg_cli.spool)  # the URL (it holds no password here)
+    assert list(scratch.iterdir()) == []  # local copies removed after each call, and those
+    # of a dead process before the first
+
+
+def test_purge_takes_old_events_and_the_data_files_no_riddle_names_any_more(pg_cli: Cli) -> None:
+    docs = [example_doc(id=f"r{n}", status={"extract": {"required": False}}) for n in (1, 2)]
+    assert pg_cli("submit", "-", input=orjson.dumps(docs)).code == 0
+    schema = str(pg_cli.spool).rsplit("schema=", 1)[1]
+
+    def blobs() -> int:
+        with psycopg.connect(pg.require()) as conn:
+            row = conn.execute(f'SELECT count(*) FROM "{schema}".blobs').fetchone()
+            return int(row[0]) if row else -1
+
+    assert blobs() == 3  # x, y, z: stored once for both riddles
+    assert pg_cli("cancel", "r1").code == 0
+    assert pg_cli("purge", "--older-than", "0", "--failed").out == "r1\n"
+    assert blobs() == 3  # r2 still names them
+    assert pg_cli("cancel", "r2").code == 0
+    assert pg_cli("purge", "--older-than", "0").code == 0
+    assert blobs() == 0
+    # The events logged before the cut go too: what is left is the last purge's.
+    stages = [orjson.loads(line)["stage"] for line in pg_cli("events").out.splitlines()]
+    assert stages == ["purge"]
+
+
+def test_a_poison_riddle_fails_after_5_abandoned_claims(pg_cli: Cli, helpers: Path) -> None:
+    docs = [
+        example_doc(id=i, status={"extract": {"required": False}, "validate": {"required": False}})
+        for i in ("good-a", "poison", "good-b")
+    ]
+    assert pg_cli("submit", "-", input=orjson.dumps(docs)).code == 0
+    handler = f"cmd:{sys.executable} {helpers}/poison_solver.py"
+    codes = []
+    for _ in range(8):
+        agent = subprocess.run(
+            pg_cli.argv("agent", "solve", "--once", "--handler", handler),
+            capture_output=True,
+            timeout=60,
+        )
+        codes.append(agent.returncode)
+        if agent.returncode != -signal.SIGKILL:
+            break
+    assert codes == [-signal.SIGKILL] * 5 + [1]  # 1: a riddle of this run failed
+    spool = opened(str(pg_cli.spool))
+    queue, poison = spool.require("poison")
+    assert queue is Queue.FAILED
+    assert poison.error.startswith("abandoned 5 times in a row")
+    assert [spool.require(good)[1].solution.solution for good in ("good-a", "good-b")] == ["1"] * 2
+    abandoned = [e for e in spool.events.read() if e.get("outcome") == "abandoned"]
+    assert len(abandoned) >= 5 and abandoned[-1]["id"] == "poison"
