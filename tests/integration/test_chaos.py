@@ -133,7 +133,8 @@ def test_chaos_long(cli: Cli, helpers: Path, per_stage: int) -> None:
 
 
 def test_chaos_short_on_postgresql(pg_cli: Cli, helpers: Path) -> None:
-    chaos_run(pg_cli, helpers, riddles=60, per_stage=1, seconds=15, seed=7)
+    """200 riddles, two agents per stage, kill -9 at random for 20 s, then the rest."""
+    chaos_run(pg_cli, helpers, riddles=200, per_stage=2, seconds=20, seed=7)
 
 
 @pytest.mark.chaos
