@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 HEADER = (
-    f"{'queue':14} {'durable':7} {'wake-up':7} {'riddles/s':>9} {'p50 ms':>8} {'p99 ms':>8} "
+    f"{'queue':14} {'durable':7} {'wake-up':13} {'riddles/s':>9} {'p50 ms':>8} {'p99 ms':>8} "
     f"{'CPU ms/riddle':>13} {'peak RSS kB':>11}"
 )
 
@@ -19,7 +19,7 @@ def line(name: str, durable: Any, wakeup: str, figures: dict[str, Any]) -> str:
     procs = figures.get("workers") or figures.get("agents") or []
     peak = max((p.get("peak_rss_kb") or 0 for p in procs), default=0) or None
     return (
-        f"{name:14} {_yes_no(durable):7} {wakeup:7} {_num(tput, 9, 1)} "
+        f"{name:14} {_yes_no(durable):7} {wakeup:13} {_num(tput, 9, 1)} "
         f"{_num(lat.get('p50_ms'), 8, 2)} {_num(lat.get('p99_ms'), 8, 2)} "
         f"{_num(cpu, 13, 2)} {_num(peak, 11, 0)}"
     )
@@ -28,7 +28,10 @@ def line(name: str, durable: Any, wakeup: str, figures: dict[str, Any]) -> str:
 def render(peers: list[dict[str, Any]], riddlectl: dict[str, Any] | None = None) -> str:
     lines = [HEADER]
     if riddlectl is not None:
-        lines.append(line("riddlectl", riddlectl["durable"], "inotify", riddlectl))
+        # On a PostgreSQL spool the agents are woken by LISTEN/NOTIFY, as procrastinate's.
+        on_database = bool((riddlectl.get("options") or {}).get("spool"))
+        wakeup = "listen/notify" if on_database else "inotify"
+        lines.append(line("riddlectl", riddlectl["durable"], wakeup, riddlectl))
     for peer in peers:
         if peer["skipped"]:
             lines.append(f"{peer['name']:14} skipped: {peer['skipped']}")
