@@ -180,6 +180,23 @@ def submit_flags(cli: Cli, riddle_id: str, *extra: str) -> None:
     assert done.code == 0, done.err
 
 
+def submit_documents(cli: Cli, *docs: dict) -> None:
+    """Submit riddle documents through `riddlectl submit -`, as JSON Lines."""
+    lines = "\n".join(orjson.dumps(doc).decode() for doc in docs)
+    done = cli("submit", "-", input=lines)
+    assert done.code == 0, done.err
+
+
+def final(cli: Cli, riddle_id: str) -> tuple[str, dict]:
+    """The final queue of a riddle on a directory spool, and its document there."""
+    assert isinstance(cli.spool, Path)
+    for queue in ("done", "failed"):
+        path = cli.spool / queue / f"{riddle_id}.json"
+        if path.exists():
+            return queue, orjson.loads(path.read_bytes())
+    raise AssertionError(f"{riddle_id} is not final")
+
+
 def write_json(path: Path, value: object) -> Path:
     path.write_bytes(orjson.dumps(value))
     return path

@@ -10,7 +10,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from tests.conftest import Cli
+from tests.conftest import Cli, final, submit_documents
 from tests.images import png
 
 SOLVER = """\
@@ -35,20 +35,6 @@ def riddle(riddle_id: str, question: str, *files: str, **extra: object) -> dict:
         "data": [{"type": "text", "file_plain": f"r/{name}"} for name in files],
         **extra,
     }
-
-
-def submit(cli: Cli, *docs: dict) -> None:
-    lines = "\n".join(orjson.dumps(doc).decode() for doc in docs)
-    done = cli("submit", "-", input=lines)
-    assert done.code == 0, done.err
-
-
-def final(cli: Cli, riddle_id: str) -> tuple[str, dict]:
-    for queue in ("done", "failed"):
-        path = cli.spool / queue / f"{riddle_id}.json"
-        if path.exists():
-            return queue, orjson.loads(path.read_bytes())
-    raise AssertionError(f"{riddle_id} is not final")
 
 
 def solve_attempts(doc: dict) -> int:
@@ -76,7 +62,7 @@ def test_one_letter_names_as_the_issue_wrote_them(cli: Cli) -> None:
     }
     write(cli.data, forms)
     docs = [riddle(Path(f).stem, "c * 2 =", f) for f in forms if f != "upper.txt"]
-    submit(cli, *docs, riddle("upper", "C * 2 =", "upper.txt"))
+    submit_documents(cli, *docs, riddle("upper", "C * 2 =", "upper.txt"))
     run = cli("run", "--once")
     assert run.code == 0, run.err
     for doc in [*docs, {"id": "upper"}]:
@@ -105,7 +91,7 @@ def test_numbers_with_something_attached_are_read_exactly(
     cli: Cli, text: str, question: str, answer: str
 ) -> None:
     write(cli.data, {"x.txt": text})
-    submit(cli, riddle("r1", question, "x.txt"))
+    submit_documents(cli, riddle("r1", question, "x.txt"))
     assert cli("run", "--once").code == 0
     assert cli("result", "r1").out == f"{answer}\n"
 
@@ -119,7 +105,7 @@ def test_what_cannot_be_read_exactly_fails_at_once_saying_why(cli: Cli) -> None:
         "dots": ("x = 1.2.3", "not a number"),
     }
     write(cli.data, {f"{key}.txt": text for key, (text, _) in cases.items()})
-    submit(cli, *(riddle(key, "x * 2 =", f"{key}.txt") for key in cases))
+    submit_documents(cli, *(riddle(key, "x * 2 =", f"{key}.txt") for key in cases))
     run = cli("run", "--once")
     assert run.code == 1
     for key, (_, reason) in cases.items():
@@ -139,7 +125,7 @@ def test_two_files_that_disagree_fail_the_riddle_naming_both(cli: Cli) -> None:
         cli.data,
         {"a.txt": "x = 10\ny = 3", "b.txt": "x ist zwölf", "c.txt": "x is ten", "d.txt": "y = 4"},
     )
-    submit(
+    submit_documents(
         cli,
         riddle("clash", "x * y =", "a.txt", "b.txt"),
         riddle("agree", "x * y =", "a.txt", "c.txt"),
@@ -175,7 +161,7 @@ def test_the_gatekeeper_rejects_what_a_solver_misread(cli: Cli, told: tuple[str,
     )
     wrong = {"pct": "500", "hex": "0", "clash": "20", "c": "7", "half": "4"}
     answers.write_text(orjson.dumps(wrong).decode())
-    submit(
+    submit_documents(
         cli,
         riddle("pct", "x * 50 =", "pct.txt"),
         riddle("hex", "x * 2 =", "hex.txt"),
@@ -221,7 +207,9 @@ def test_the_gatekeeper_rejects_what_a_solver_misread(cli: Cli, told: tuple[str,
 )
 def test_numbers_in_words_beyond_integers(cli: Cli, text: str, value: str) -> None:
     write(cli.data, {"v.txt": text})
-    submit(cli, riddle("w1", "v =", "v.txt"), riddle("w2", "v times three quarters", "v.txt"))
+    submit_documents(
+        cli, riddle("w1", "v =", "v.txt"), riddle("w2", "v times three quarters", "v.txt")
+    )
     assert cli("run", "--once").code == 0
     assert cli("result", "w1").out == f"{value}\n"
     queue, doc = final(cli, "w2")
@@ -237,7 +225,7 @@ def test_number_words_beyond_integers_in_questions(cli: Cli) -> None:
         "q4": ("drei Viertel mal x", "7.5"),
         "q5": ("minus two point five plus x", "7.5"),
     }
-    submit(cli, *(riddle(key, q, "x.txt") for key, (q, _) in questions.items()))
+    submit_documents(cli, *(riddle(key, q, "x.txt") for key, (q, _) in questions.items()))
     assert cli("run", "--once").code == 0
     for key, (_, answer) in questions.items():
         queue, doc = final(cli, key)
@@ -264,7 +252,7 @@ def test_a_point_outside_the_image_is_rejected(cli: Cli, told: tuple[str, Path])
             "status": {"extract": {"required": False}},
         }
 
-    submit(cli, point_riddle("out"), point_riddle("in"), point_riddle("many", many=True))
+    submit_documents(cli, point_riddle("out"), point_riddle("in"), point_riddle("many", many=True))
     run = cli(
         "run", "--once", "--max-trials", "1", "--handler", f"solve={handler}",
         env={"ANSWERS_FILE": str(answers)},

@@ -13,7 +13,7 @@ import orjson
 import pytest
 
 from riddlectl.bench.extractors.images import render_line
-from tests.conftest import Cli
+from tests.conftest import Cli, final, submit_documents
 
 pytest.importorskip("tesserocr")
 
@@ -25,19 +25,6 @@ def image_riddle(riddle_id: str, question: str, *items: tuple[str, str], **extra
         "data": [{"type": kind, "file_plain": path} for kind, path in items],
         **extra,
     }
-
-
-def submit(cli: Cli, *docs: dict) -> None:
-    done = cli("submit", "-", input="\n".join(orjson.dumps(d).decode() for d in docs))
-    assert done.code == 0, done.err
-
-
-def final(cli: Cli, riddle_id: str) -> tuple[str, dict]:
-    for queue in ("done", "failed"):
-        path = cli.spool / queue / f"{riddle_id}.json"
-        if path.exists():
-            return queue, orjson.loads(path.read_bytes())
-    raise AssertionError(f"{riddle_id} is not final")
 
 
 def png_bomb(width: int, height: int) -> bytes:
@@ -97,7 +84,7 @@ def test_bad_images_fail_their_riddle_and_no_other(cli: Cli, notes: Path) -> Non
         "cut": "notes/cut.png: the image is truncated or corrupt",
         "letter": "notes/letter.png: not an image in a format read here",
     }
-    submit(
+    submit_documents(
         cli,
         *(
             image_riddle(key, "x * y =", ("text", "notes/x.txt"), ("image", f"notes/{key}.png"))
@@ -118,7 +105,7 @@ def test_bad_images_fail_their_riddle_and_no_other(cli: Cli, notes: Path) -> Non
 
 
 def test_a_lower_pixel_limit_is_honoured(cli: Cli, notes: Path) -> None:
-    submit(cli, image_riddle("small", "y + 1 =", ("image", "notes/y.png")))
+    submit_documents(cli, image_riddle("small", "y + 1 =", ("image", "notes/y.png")))
     run = cli("run", "--once", env={"RIDDLECTL_MAX_IMAGE_PIXELS": "100"})
     assert run.code == 1
     assert "over the limit of 100" in final(cli, "small")[1]["error"]
@@ -130,7 +117,7 @@ def test_without_the_extra_the_riddle_fails_naming_it(
     shadow = tmp_path / "no-ocr"
     shadow.mkdir()
     (shadow / "tesserocr.py").write_text("raise ImportError('tesserocr is not installed')\n")
-    submit(cli, image_riddle("bare", "y + 1 =", ("image", "notes/y.png")))
+    submit_documents(cli, image_riddle("bare", "y + 1 =", ("image", "notes/y.png")))
     run = cli("run", "--once", env={"PYTHONPATH": str(shadow)})
     assert run.code == 1
     queue, doc = final(cli, "bare")
@@ -145,7 +132,7 @@ def test_the_gatekeeper_checks_a_point_against_the_quoted_word(cli: Cli, notes: 
     on_y = [(y_box[0] + y_box[2]) // 2, (y_box[1] + y_box[3]) // 2]
     answer = {"type": "extract", "kind": "coordinates"}
     for key in ("right", "wrong"):
-        submit(cli, image_riddle(key, "Where does '15' stand?", ("image", "notes/y.png"),
+        submit_documents(cli, image_riddle(key, "Where does '15' stand?", ("image", "notes/y.png"),
                                  riddle={"answer": answer}))  # fmt: skip
         point = on_number if key == "right" else on_y
         solver = f'cmd:echo \'{{"solution": "{point}"}}\''

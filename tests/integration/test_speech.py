@@ -20,7 +20,7 @@ from riddlectl.document.model import Riddle
 from riddlectl.errors import HandlerRefused
 from riddlectl.handlers.base import Job
 from riddlectl.handlers.builtin.speech import speech_extractor
-from tests.conftest import Cli
+from tests.conftest import Cli, final, submit_documents
 
 pytestmark = pytest.mark.skipif(
     any(shutil.which(tool) is None for tool in TOOLS),
@@ -120,20 +120,6 @@ def test_what_is_not_a_readable_wav_is_refused(tmp_path: Path, content: bytes, r
 # -- through the command ----------------------------------------------------------------------
 
 
-def submit(cli: Cli, *docs: dict) -> None:
-    lines = "\n".join(orjson.dumps(doc).decode() for doc in docs)
-    done = cli("submit", "-", input=lines)
-    assert done.code == 0, done.err
-
-
-def final(cli: Cli, riddle_id: str) -> tuple[str, dict]:
-    for queue in ("done", "failed"):
-        path = cli.spool / queue / f"{riddle_id}.json"
-        if path.exists():
-            return queue, orjson.loads(path.read_bytes())
-    raise AssertionError(f"{riddle_id} is not final")
-
-
 def seed_riddle(riddle_id: str, z_file: str) -> dict:
     return {
         "id": riddle_id,
@@ -148,7 +134,7 @@ def seed_riddle(riddle_id: str, z_file: str) -> dict:
 
 def test_seed_riddle_with_z_spoken_answers_170(cli: Cli) -> None:
     synthesise("z equals twenty", cli.data / "z.wav", "en-gb", rate=22050)
-    submit(cli, seed_riddle("spoken", "z.wav"))
+    submit_documents(cli, seed_riddle("spoken", "z.wav"))
     run = cli("run", "--once")
     assert run.code == 0, run.err
     assert cli("result", "spoken").out == "170\n"
@@ -165,7 +151,7 @@ def test_broken_recordings_fail_their_riddles_only(cli: Cli) -> None:
     (cli.data / "cut.wav").write_bytes(whole[: len(whole) // 2])
     (cli.data / "long.wav").write_bytes(wav_header(8000, 1, 8, 10 * 3600 * 8000) + bytes(1000))
     (cli.data / "noise.wav").write_bytes(os.urandom(2000))
-    submit(
+    submit_documents(
         cli,
         seed_riddle("good", "z.wav"),
         seed_riddle("cut", "cut.wav"),
@@ -193,7 +179,7 @@ def test_one_recording_is_heard_per_set_of_variables(cli: Cli) -> None:
     synthesise("z equals twenty", cli.data / "z.wav", "en-us")
     other = seed_riddle("other", "z.wav")
     other["riddle"] = {"question": "x * y + w ="}
-    submit(cli, seed_riddle("first", "z.wav"), seed_riddle("again", "z.wav"), other)
+    submit_documents(cli, seed_riddle("first", "z.wav"), seed_riddle("again", "z.wav"), other)
     cli("run", "--once")
     extracted = {rid: final(cli, rid)[1]["data"][2]["file_extracted"] for rid in ("first", "again")}
     assert extracted["first"] == extracted["again"]
