@@ -16,8 +16,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from riddlectl.document.numbers import format_number
-from riddlectl.handlers.builtin.textfacts import read_value
+from riddlectl.handlers.builtin.textfacts import read_value, shared_fields
 
 #: Largest table file read, in bytes (the data size limit of submit applies too).
 MAX_TABLE_BYTES = 10 * 1024 * 1024
@@ -106,13 +105,7 @@ class TableFacts:
         """The shared schema (``variables``, ``formulas``, ``numbers``), ``unreadable``
         ``skipped`` and ``places`` (where each name stands: ``line 4``, ``item 2``) when
         not empty."""
-        found: dict[str, Any] = {
-            "variables": {name: format_number(v) for name, v in self.variables.items()},
-            "formulas": dict(self.formulas),
-            "numbers": [format_number(n) for n in self.numbers],
-        }
-        if self.unreadable:
-            found["unreadable"] = dict(self.unreadable)
+        found = shared_fields(self.variables, self.formulas, self.numbers, self.unreadable)
         if self.skipped:
             found["skipped"] = dict(self.skipped)
         places = {name: place for name, place in self.places.items() if place != name}

@@ -163,14 +163,25 @@ class TextFacts:
     def to_json(self) -> dict[str, Any]:
         """``{"variables": {name: "10"}, "formulas": {name: "x + y"}, "numbers": ["10"]}``,
         and ``"unreadable": {name: reason}`` when some assignment was refused."""
-        found: dict[str, Any] = {
-            "variables": {name: format_number(v) for name, v in self.variables.items()},
-            "formulas": dict(self.formulas),
-            "numbers": [format_number(n) for n in self.numbers],
-        }
-        if self.unreadable:
-            found["unreadable"] = dict(self.unreadable)
-        return found
+        return shared_fields(self.variables, self.formulas, self.numbers, self.unreadable)
+
+
+def shared_fields(
+    variables: dict[str, Fraction],
+    formulas: dict[str, str],
+    numbers: list[Fraction],
+    unreadable: dict[str, str],
+) -> dict[str, Any]:
+    """The fields every extractor's extraction has, numbers written exactly, and
+    ``unreadable`` when some assignment was refused."""
+    found: dict[str, Any] = {
+        "variables": {name: format_number(v) for name, v in variables.items()},
+        "formulas": dict(formulas),
+        "numbers": [format_number(n) for n in numbers],
+    }
+    if unreadable:
+        found["unreadable"] = dict(unreadable)
+    return found
 
 
 def extract_facts(text: str) -> TextFacts:
