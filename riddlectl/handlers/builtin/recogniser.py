@@ -51,7 +51,7 @@ _lock = threading.Lock()
 # Per warp: grammar digest -> search name.
 _searches: dict[str, OrderedDict[str, str]] = {}
 #: Vocal tract length warps (inverse linear) of the decoders that vote.
-WARPS = ("1.0", "0.88")
+WARPS = ("0.94", "1.12")
 
 
 @dataclass(frozen=True)
