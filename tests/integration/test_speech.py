@@ -49,7 +49,7 @@ def extract(path: Path, question: str) -> dict:
 
 def test_generated_speech_is_mostly_heard_right(tmp_path: Path) -> None:
     # 16 seeded utterances (voices, speeds, pitches, rates, widths, channels vary, four
-    # of them at 8 kHz); the recogniser reads 10 of them right here (espeak-ng 1.51,
+    # of them at 8 kHz); the recogniser reads 11 of them right here (espeak-ng 1.51,
     # pocketsphinx 5.1.1; figures for many more in docs/data-types.md); 8 leaves room for
     # another espeak-ng build, and still fails a recogniser that hears little.
     cases = generate(tmp_path, 16, seed=7)
