@@ -49,8 +49,8 @@ def extract(path: Path, question: str) -> dict:
 
 def test_generated_speech_is_mostly_heard_right(tmp_path: Path) -> None:
     # 16 seeded utterances (voices, speeds, pitches, rates, widths, channels vary, four
-    # of them at 8 kHz); the recogniser reads 9 of them right here (espeak-ng 1.51,
-    # pocketsphinx 5.1.1; figures for many more in docs/data-types.md); 7 leaves room for
+    # of them at 8 kHz); the recogniser reads 11 of them right here (espeak-ng 1.51,
+    # pocketsphinx 5.1.1; figures for many more in docs/data-types.md); 8 leaves room for
     # another espeak-ng build, and still fails a recogniser that hears little.
     cases = generate(tmp_path, 16, seed=7)
     right = 0
@@ -59,7 +59,7 @@ def test_generated_speech_is_mostly_heard_right(tmp_path: Path) -> None:
         right += found["variables"] == case.truth
         assert 0.0 <= found["confidence"] <= 1.0
         assert found["listened_for"] == list(case.truth)
-    assert right >= 7, f"{right}/16 heard right"
+    assert right >= 8, f"{right}/16 heard right"
 
 
 def test_extraction_says_what_it_heard_and_how_sure(tmp_path: Path) -> None:

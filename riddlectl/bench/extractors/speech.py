@@ -173,8 +173,9 @@ def synthesise(
             check=True,
             capture_output=True,
         )
+        # -R: sox's dither repeatable, so that a seed always gives the same recordings
         subprocess.run(
-            ["sox", str(raw), "-r", str(rate), "-b", bits, "-c", str(channels), str(target)],
+            ["sox", "-R", str(raw), "-r", str(rate), "-b", bits, "-c", str(channels), str(target)],
             check=True,
             capture_output=True,
         )
