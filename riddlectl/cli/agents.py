@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import signal
 import sys
-import threading
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
@@ -19,6 +17,7 @@ from riddlectl.cli.common import (
     guarded,
     quiet_watchdog,
     resolve,
+    stop_on_signals,
 )
 from riddlectl.errors import ExitCode, RiddleError
 from riddlectl.settings import ENV_VARS
@@ -41,21 +40,6 @@ def _handler_flags(values: list[str]) -> dict[str, tuple[str, ...]]:
             )
         table.setdefault(stage, []).append(spec)
     return {stage: tuple(specs) for stage, specs in table.items()}
-
-
-def _stop_on_signals() -> tuple[threading.Event, threading.Event]:
-    """(stop, hurry): SIGTERM or SIGINT sets `stop` (handlers still running get the stop
-    grace), a second one sets `hurry` too (they are ended at once)."""
-    stop, hurry = threading.Event(), threading.Event()
-
-    def handler(signum: int, frame: Any) -> None:
-        if stop.is_set():
-            hurry.set()
-        stop.set()
-
-    signal.signal(signal.SIGTERM, handler)
-    signal.signal(signal.SIGINT, handler)
-    return stop, hurry
 
 
 TimeoutOpt = Annotated[
@@ -124,7 +108,7 @@ def run(
     # --once run (cron) is told at once.
     runtime.open_spool(settings, create=False, writable=once)
     quiet_watchdog()
-    stop, hurry = _stop_on_signals()
+    stop, hurry = stop_on_signals()
     if quiet or as_json or not sys.stdout.isatty():
         summary = run_agents(
             settings, chosen, once=once, concurrency=concurrency, stop=stop, hurry=hurry
@@ -177,7 +161,7 @@ def agent(
     )
     runtime.open_spool(settings, create=False, writable=once)  # as for `run`
     quiet_watchdog()
-    stop, hurry = _stop_on_signals()
+    stop, hurry = stop_on_signals()
     summary = run_agents(
         settings,
         (stage,),

@@ -10,7 +10,9 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import signal
 import sys
+import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -125,3 +127,18 @@ def read_ids(ids: list[str]) -> list[str]:
     for value in ids:
         out += sys.stdin.read().split() if value == "-" else [value]
     return list(dict.fromkeys(out))
+
+
+def stop_on_signals() -> tuple[threading.Event, threading.Event]:
+    """(stop, hurry): SIGTERM or SIGINT sets `stop` (handlers still running get the stop
+    grace), a second one sets `hurry` too (they are ended at once)."""
+    stop, hurry = threading.Event(), threading.Event()
+
+    def handler(signum: int, frame: Any) -> None:
+        if stop.is_set():
+            hurry.set()
+        stop.set()
+
+    signal.signal(signal.SIGTERM, handler)
+    signal.signal(signal.SIGINT, handler)
+    return stop, hurry

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -17,6 +16,7 @@ from riddlectl.cli.common import (
     emit_json,
     guarded,
     resolve,
+    stop_on_signals,
 )
 from riddlectl.cli.query import print_results
 from riddlectl.document.model import riddle_json_schema
@@ -189,15 +189,17 @@ def ingest(
 
     settings = resolve(ctx)
     spool = runtime.open_spool(settings, create=False, writable=True)
-    with contextlib.suppress(KeyboardInterrupt):
-        run_ingest(
-            spool,
-            directory,
-            grace=settings.drop_in_grace,
-            watch=watch,
-            poll=poll,
-            on_moved=_say_moved,
-        )
+    # A signal stops it between files, never inside a write to the spool.
+    stop, _ = stop_on_signals()
+    run_ingest(
+        spool,
+        directory,
+        grace=settings.drop_in_grace,
+        watch=watch,
+        poll=poll,
+        stop=stop,
+        on_moved=_say_moved,
+    )
 
 
 def _say_moved(name: str) -> None:

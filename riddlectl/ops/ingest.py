@@ -26,9 +26,14 @@ from riddlectl.spool.states import Queue
 
 
 def ingest_once(
-    spool: Spool, directory: Path, grace: float, on_moved: Callable[[str], object] | None = None
+    spool: Spool,
+    directory: Path,
+    grace: float,
+    on_moved: Callable[[str], object] | None = None,
+    stop: threading.Event | None = None,
 ) -> int:
-    """Move what is ready in `directory` into the spool's `incoming`; how many files."""
+    """Move what is ready in `directory` into the spool's `incoming`, until `stop` is set;
+    how many files."""
     moved = 0
     try:
         entries = sorted(os.scandir(directory), key=lambda entry: entry.name)
@@ -37,6 +42,8 @@ def ingest_once(
     except FileNotFoundError:
         raise RiddleError("no such directory", where=str(directory)) from None
     for entry in entries:
+        if stop is not None and stop.is_set():
+            break
         if ignored(entry.name) or not entry.is_file(follow_symlinks=False):
             continue
         if _take(spool, entry.path, entry.name, grace):
@@ -76,7 +83,7 @@ def ingest(
 ) -> int:
     """`ingest_once`; with `watch`, again every `poll` s until `stop` is set."""
     stop = stop or threading.Event()
-    moved = ingest_once(spool, directory, grace, on_moved)
+    moved = ingest_once(spool, directory, grace, on_moved, stop)
     while watch and not stop.wait(poll):
-        moved += ingest_once(spool, directory, grace, on_moved)
+        moved += ingest_once(spool, directory, grace, on_moved, stop)
     return moved

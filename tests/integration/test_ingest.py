@@ -61,8 +61,8 @@ def test_watch_moves_what_arrives_until_interrupted(any_cli: Cli, tmp_path: Path
         until(lambda: not (inbox / "late.json").exists(), 15)
     finally:
         watching.send_signal(2)  # SIGINT: a person's ^C
-        out, _ = watching.communicate(timeout=15)
-    assert watching.returncode == 0
+        out, err = watching.communicate(timeout=15)
+    assert watching.returncode == 0, err
     assert out.decode().splitlines() == ["late.json"]
     assert any_cli("run", "--once").code == 0
     assert any_cli("result", "late").out == "150\n"
