@@ -31,6 +31,17 @@ def slow_calculator(job):
     return calculator(job)
 
 
+def sluggish_calculator(job):
+    """The built-in calculator after a tenth of a second: work that one process cannot
+    finish alone before a second one has started."""
+    import time
+
+    from riddlectl.handlers.builtin.catalog import calculator
+
+    time.sleep(0.1)
+    return calculator(job)
+
+
 def raise_huge(job):
     """Fails with a message of several megabytes."""
     raise RuntimeError("boom " * 1_000_000)
