@@ -80,9 +80,17 @@ def _handler_for(endpoint: Endpoint) -> type[BaseHTTPRequestHandler]:
             with endpoint.lock:
                 endpoint.in_flight += 1
                 endpoint.most_in_flight = max(endpoint.most_in_flight, endpoint.in_flight)
+            self.counted = True
             try:
                 self._answer()
             finally:
+                self._answered()
+
+        def _answered(self) -> None:
+            # Counted out before the reply is sent: a client that gets its reply frees its
+            # slot and may send the next request before this thread would run again.
+            if self.counted:
+                self.counted = False
                 with endpoint.lock:
                     endpoint.in_flight -= 1
 
@@ -94,6 +102,7 @@ def _handler_for(endpoint: Endpoint) -> type[BaseHTTPRequestHandler]:
                 endpoint.requests.append(Request(self.path, headers, body))
                 reply = endpoint.next_reply(self.path)
             time.sleep(reply.delay)
+            self._answered()
             if reply.drop:
                 self.connection.shutdown(socket.SHUT_RDWR)
                 self.close_connection = True
