@@ -148,6 +148,13 @@ def pg_cli(pg_url: str, data_dir: Path) -> Cli:
     return Cli(pg_url, data_dir)
 
 
+@pytest.fixture(params=["fs", "postgres"])
+def any_cli(request: pytest.FixtureRequest) -> Cli:
+    """`cli` and `pg_cli` in turn: for what must hold on every kind of spool."""
+    cli: Cli = request.getfixturevalue("cli" if request.param == "fs" else "pg_cli")
+    return cli
+
+
 @pytest.fixture
 def helpers() -> Path:
     return HELPERS

@@ -11,6 +11,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+import orjson
 import pytest
 
 from riddlectl import runtime
@@ -19,7 +20,7 @@ from riddlectl.identity import Actor
 from riddlectl.ops import submit
 from riddlectl.ops.doctor import examine
 from riddlectl.settings import Settings
-from riddlectl.spool import crashpoints
+from riddlectl.spool import crashpoints, open_spool
 from riddlectl.spool.states import Queue
 from tests.conftest import Cli, example_doc
 
@@ -100,19 +101,17 @@ def test_kill_9_while_handling_is_taken_up_again(
     assert runtime.open_spool(settings).require(riddle_id)[1].history[-1]["stage"] == "solve"
 
 
-def test_poison_riddle_fails_after_5_abandoned_claims(
-    cli: Cli, settings: Settings, helpers: Path
-) -> None:
+def test_poison_riddle_fails_after_5_abandoned_claims(any_cli: Cli, helpers: Path) -> None:
     docs = [
         example_doc(id=i, status={"extract": {"required": False}, "validate": {"required": False}})
         for i in ("good-a", "poison", "good-b")
     ]
-    submit_docs(settings, *docs)
+    assert any_cli("submit", "-", input=orjson.dumps(docs)).code == 0
     handler = f"cmd:{sys.executable} {helpers}/poison_solver.py"
     codes = []
     for _ in range(8):
         agent = subprocess.run(
-            cli.argv("agent", "solve", "--once", "--handler", handler),
+            any_cli.argv("agent", "solve", "--once", "--handler", handler),
             capture_output=True,
             timeout=60,
         )
@@ -120,7 +119,7 @@ def test_poison_riddle_fails_after_5_abandoned_claims(
         if agent.returncode != -signal.SIGKILL:
             break
     assert codes == [-signal.SIGKILL] * 5 + [1]  # 1: a riddle of this run failed
-    spool = runtime.open_spool(settings)
+    spool = open_spool(str(any_cli.spool))
     queue, poison = spool.require("poison")
     assert queue is Queue.FAILED
     assert poison.error.startswith("abandoned 5 times in a row")
@@ -128,6 +127,8 @@ def test_poison_riddle_fails_after_5_abandoned_claims(
     for good in ("good-a", "good-b"):
         queue, riddle = spool.require(good)
         assert (queue, riddle.solution.solution) == (Queue.DONE, "1")
+    abandoned = [e for e in spool.events.read() if e.get("outcome") == "abandoned"]
+    assert len(abandoned) >= 5 and abandoned[-1]["id"] == "poison"
 
 
 def test_completed_claim_resets_the_abandoned_count(cli: Cli, settings: Settings) -> None:

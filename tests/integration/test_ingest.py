@@ -8,16 +8,9 @@ import time
 from pathlib import Path
 
 import orjson
-import pytest
 
 from tests.conftest import Cli, example_doc
 from tests.rig import until
-
-
-@pytest.fixture(params=["fs", "postgres"])
-def any_cli(request: pytest.FixtureRequest) -> Cli:
-    cli: Cli = request.getfixturevalue("cli" if request.param == "fs" else "pg_cli")
-    return cli
 
 
 def test_files_are_moved_in_and_handled(any_cli: Cli, tmp_path: Path) -> None:

@@ -281,28 +281,3 @@ def test_purge_takes_old_events_and_the_data_files_no_riddle_names_any_more(pg_c
     assert stages == ["purge"]
 
 
-def test_a_poison_riddle_fails_after_5_abandoned_claims(pg_cli: Cli, helpers: Path) -> None:
-    docs = [
-        example_doc(id=i, status={"extract": {"required": False}, "validate": {"required": False}})
-        for i in ("good-a", "poison", "good-b")
-    ]
-    assert pg_cli("submit", "-", input=orjson.dumps(docs)).code == 0
-    handler = f"cmd:{sys.executable} {helpers}/poison_solver.py"
-    codes = []
-    for _ in range(8):
-        agent = subprocess.run(
-            pg_cli.argv("agent", "solve", "--once", "--handler", handler),
-            capture_output=True,
-            timeout=60,
-        )
-        codes.append(agent.returncode)
-        if agent.returncode != -signal.SIGKILL:
-            break
-    assert codes == [-signal.SIGKILL] * 5 + [1]  # 1: a riddle of this run failed
-    spool = opened(str(pg_cli.spool))
-    queue, poison = spool.require("poison")
-    assert queue is Queue.FAILED
-    assert poison.error.startswith("abandoned 5 times in a row")
-    assert [spool.require(good)[1].solution.solution for good in ("good-a", "good-b")] == ["1"] * 2
-    abandoned = [e for e in spool.events.read() if e.get("outcome") == "abandoned"]
-    assert len(abandoned) >= 5 and abandoned[-1]["id"] == "poison"

@@ -8,14 +8,12 @@ does not `fsync`: it is not durable across a power cut, whatever `fsync` says.
 from __future__ import annotations
 
 import os
-import threading
 import time
-from collections.abc import Callable
 from typing import Any
 
 import orjson
 
-from riddlectl.bench.peers.workload import NEXT, step
+from riddlectl.bench.peers.workload import StageRun
 
 
 def _queue(base: str, stage: str) -> Any:
@@ -35,30 +33,19 @@ class Submitter:
         pass
 
 
-def work(
-    stage: str,
-    base: str,
-    stop: threading.Event,
-    done: Callable[[str], None],
-    fsync: bool,
-    poll: float,
-) -> None:
-    """Run `stage` until `stop` is set, looking every `poll` seconds when idle."""
-    inbox = _queue(base, stage)
-    following = NEXT[stage]
-    outbox = _queue(base, following) if following else None
-    while not stop.is_set():
+def work(run: StageRun) -> None:
+    """Run the stage until `stop` is set, looking every `poll` seconds when idle."""
+    inbox = _queue(run.base, run.stage)
+    outbox = _queue(run.base, run.following) if run.following else None
+    forward = None if outbox is None else lambda doc: outbox.add(orjson.dumps(doc))
+    while not run.stop.is_set():
         moved = 0
         name = inbox.first()
-        while name and not stop.is_set():
+        while name and not run.stop.is_set():
             if inbox.lock(name):
-                doc = step(stage, orjson.loads(inbox.get(name)))
-                if outbox is not None:
-                    outbox.add(orjson.dumps(doc))
-                else:
-                    done(doc["id"])
+                run.advance(orjson.loads(inbox.get(name)), forward)
                 inbox.remove(name)
                 moved += 1
             name = inbox.next()
         if not moved:
-            time.sleep(poll)
+            time.sleep(run.poll)

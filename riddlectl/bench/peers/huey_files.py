@@ -9,11 +9,10 @@ does.
 from __future__ import annotations
 
 import os
-import threading
 from collections.abc import Callable
 from typing import Any
 
-from riddlectl.bench.peers.workload import NEXT, STAGES, step
+from riddlectl.bench.peers.workload import NEXT, STAGES, StageRun, step
 
 
 def _tasks(base: str, done: Callable[[str], None] | None) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -51,26 +50,19 @@ class Submitter:
         pass
 
 
-def work(
-    stage: str,
-    base: str,
-    stop: threading.Event,
-    done: Callable[[str], None],
-    fsync: bool,
-    poll: float,
-) -> None:
-    """Run `stage`'s consumer until SIGTERM (huey's consumer handles the signal itself)."""
+def work(run: StageRun) -> None:
+    """Run the stage's consumer until SIGTERM (huey's consumer handles the signal itself)."""
     import logging
 
     logging.basicConfig(level=logging.WARNING)
-    hueys, _ = _tasks(base, done)
-    consumer = hueys[stage].create_consumer(
+    hueys, _ = _tasks(run.base, run.done)
+    consumer = hueys[run.stage].create_consumer(
         workers=1,
         worker_type="thread",
         periodic=False,
         check_worker_health=False,
-        initial_delay=poll,
+        initial_delay=run.poll,
         backoff=1.0,
-        max_delay=poll,
+        max_delay=run.poll,
     )
     consumer.run()

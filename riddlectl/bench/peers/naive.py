@@ -15,12 +15,11 @@ from __future__ import annotations
 import fcntl
 import os
 import threading
-from collections.abc import Callable
 from typing import Any
 
 import orjson
 
-from riddlectl.bench.peers.workload import step
+from riddlectl.bench.peers.workload import StageRun, step
 
 DIRS = {
     "extract": ("incoming", "extracted"),
@@ -66,12 +65,10 @@ class Submitter:
         os.close(self.dir_fd)
 
 
-def _handle(
-    base: str, stage: str, name: str, fsync: bool, dir_fd: int, done: Callable[[str], None]
-) -> bool:
+def _handle(run: StageRun, name: str, dir_fd: int) -> bool:
     """Move one file on; False when another worker has it or it is gone."""
-    source, target = DIRS[stage]
-    path = os.path.join(base, source, name)
+    source, target = DIRS[run.stage]
+    path = os.path.join(run.base, source, name)
     try:
         fd = os.open(path, os.O_RDONLY)
     except FileNotFoundError:
@@ -84,30 +81,23 @@ def _handle(
         if os.fstat(fd).st_nlink == 0:  # finished by another worker meanwhile
             return False
         with os.fdopen(os.dup(fd), "rb") as handle:
-            doc = step(stage, orjson.loads(handle.read()))
-        _write(base, target, name, orjson.dumps(doc), fsync, dir_fd)
+            doc = step(run.stage, orjson.loads(handle.read()))
+        _write(run.base, target, name, orjson.dumps(doc), run.fsync, dir_fd)
         os.unlink(path)
     finally:
         os.close(fd)
-    if stage == "manage":
-        done(doc["id"])
+    if run.following is None:
+        run.done(doc["id"])
     return True
 
 
-def work(
-    stage: str,
-    base: str,
-    stop: threading.Event,
-    done: Callable[[str], None],
-    fsync: bool,
-    poll: float,
-) -> None:
-    """Run `stage` until `stop` is set (`poll` is unused: inotify wakes this worker)."""
+def work(run: StageRun) -> None:
+    """Run the stage until `stop` is set (`poll` is unused: inotify wakes this worker)."""
     from watchdog.events import FileCreatedEvent, FileMovedEvent, FileSystemEventHandler
     from watchdog.observers import Observer
 
-    _layout(base)
-    inbox = os.path.join(base, DIRS[stage][0])
+    _layout(run.base)
+    inbox = os.path.join(run.base, DIRS[run.stage][0])
     woken = threading.Event()
 
     class Wake(FileSystemEventHandler):
@@ -118,12 +108,12 @@ def work(
     observer.schedule(Wake(), inbox, event_filter=[FileCreatedEvent, FileMovedEvent])
     observer.daemon = True
     observer.start()
-    dir_fd = os.open(os.path.join(base, DIRS[stage][1]), os.O_RDONLY)
+    dir_fd = os.open(os.path.join(run.base, DIRS[run.stage][1]), os.O_RDONLY)
     try:
-        while not stop.is_set():
+        while not run.stop.is_set():
             woken.clear()
             names = sorted(e.name for e in os.scandir(inbox) if e.name.endswith(".json"))
-            moved = sum(_handle(base, stage, n, fsync, dir_fd, done) for n in names)
+            moved = sum(_handle(run, n, dir_fd) for n in names)
             if not moved:
                 woken.wait(SAFETY_LOOK)
     finally:

@@ -10,11 +10,9 @@ defer and every job's end is a transaction with the server's synchronous commit.
 from __future__ import annotations
 
 import os
-import threading
-from collections.abc import Callable
 from typing import Any
 
-from riddlectl.bench.peers.workload import NEXT, step
+from riddlectl.bench.peers.workload import StageRun
 
 ENV = "RIDDLECTL_BENCH_PG"
 DEFAULT = "postgresql://postgres@127.0.0.1:5432/postgres"
@@ -59,29 +57,23 @@ class Submitter:
             conn.execute(f'DROP SCHEMA IF EXISTS "{self.schema}" CASCADE')
 
 
-def work(
-    stage: str,
-    base: str,
-    stop: threading.Event,
-    done: Callable[[str], None],
-    fsync: bool,
-    poll: float,
-) -> None:
-    """Run `stage` until SIGTERM (procrastinate's worker stops on it by itself)."""
+def work(run: StageRun) -> None:
+    """Run the stage until SIGTERM (procrastinate's worker stops on it by itself)."""
     import procrastinate
 
-    url, schema = _where(base)
+    url, schema = _where(run.base)
     connector = procrastinate.PsycopgConnector(conninfo=url, kwargs=_options(schema))
     app = procrastinate.App(connector=connector)
-    following = NEXT[stage]
+    following = run.following
+    forward = (
+        None
+        if following is None
+        else lambda doc: app.configure_task(name=following, queue=following).defer(doc=doc)
+    )
 
-    @app.task(name=stage, queue=stage)
+    @app.task(name=run.stage, queue=run.stage)
     def handle(doc: dict[str, Any]) -> None:
-        doc = step(stage, doc)
-        if following is not None:
-            app.configure_task(name=following, queue=following).defer(doc=doc)
-        else:
-            done(doc["id"])
+        run.advance(doc, forward)
 
     with app.open():
-        app.run_worker(queues=[stage], concurrency=1, wait=True, delete_jobs="successful")
+        app.run_worker(queues=[run.stage], concurrency=1, wait=True, delete_jobs="successful")

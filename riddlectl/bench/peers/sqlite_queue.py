@@ -9,12 +9,10 @@ a `put` from another process does not set, so an idle worker polls instead.
 from __future__ import annotations
 
 import os
-import threading
 import time
-from collections.abc import Callable
 from typing import Any
 
-from riddlectl.bench.peers.workload import NEXT, step
+from riddlectl.bench.peers.workload import StageRun
 
 
 def _queue(base: str, stage: str) -> Any:
@@ -40,28 +38,16 @@ class Submitter:
         self.queue.close()
 
 
-def work(
-    stage: str,
-    base: str,
-    stop: threading.Event,
-    done: Callable[[str], None],
-    fsync: bool,
-    poll: float,
-) -> None:
-    """Run `stage` until `stop` is set, looking every `poll` seconds when idle."""
+def work(run: StageRun) -> None:
+    """Run the stage until `stop` is set, looking every `poll` seconds when idle."""
     from persistqueue import Empty
 
-    inbox = _queue(base, stage)
-    following = NEXT[stage]
-    outbox = _queue(base, following) if following else None
-    while not stop.is_set():
+    inbox = _queue(run.base, run.stage)
+    outbox = _queue(run.base, run.following) if run.following else None
+    while not run.stop.is_set():
         try:
             doc = inbox.get(block=False)
         except Empty:
-            time.sleep(poll)
+            time.sleep(run.poll)
             continue
-        doc = step(stage, doc)
-        if outbox is not None:
-            outbox.put(doc)
-        else:
-            done(doc["id"])
+        run.advance(doc, None if outbox is None else outbox.put)

@@ -14,7 +14,7 @@ import threading
 from typing import Any
 
 from riddlectl.bench.peers import PEERS
-from riddlectl.bench.peers.workload import STAGES, Notifier
+from riddlectl.bench.peers.workload import STAGES, Notifier, StageRun
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -34,7 +34,8 @@ def main(argv: list[str] | None = None) -> None:
     signal.signal(signal.SIGTERM, stopping)
     signal.signal(signal.SIGINT, stopping)
     peer = importlib.import_module(f"riddlectl.bench.peers.{PEERS[args.peer].module}")
-    peer.work(args.stage, args.base, stop, Notifier(args.done), args.fsync, args.poll)
+    done = Notifier(args.done)
+    peer.work(StageRun(args.stage, args.base, stop, done, args.fsync, args.poll))
 
 
 if __name__ == "__main__":

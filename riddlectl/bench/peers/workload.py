@@ -20,6 +20,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 STAGES = ("extract", "solve", "validate", "manage")
@@ -87,6 +88,33 @@ def step(stage: str, doc: dict[str, Any]) -> dict[str, Any]:
     doc = _STEPS[stage](doc)
     doc["history"].append({"stage": stage, "time": time.time(), "pid": os.getpid()})
     return doc
+
+
+@dataclass(frozen=True)
+class StageRun:
+    """What one peer worker runs: `stage` over the queues under `base`, until `stop`."""
+
+    stage: str
+    base: str
+    stop: threading.Event
+    done: Callable[[str], None]  # tells the driver a riddle is done
+    fsync: bool
+    poll: float  # seconds between looks when idle, for peers that poll
+
+    @property
+    def following(self) -> str | None:
+        return NEXT[self.stage]
+
+    def advance(
+        self, doc: dict[str, Any], forward: Callable[[dict[str, Any]], object] | None
+    ) -> None:
+        """Run the stage on `doc`, then hand it on with `forward` (onto the next stage's
+        queue), or, after the last stage (`forward` None), tell the driver it is done."""
+        doc = step(self.stage, doc)
+        if forward is None:
+            self.done(doc["id"])
+        else:
+            forward(doc)
 
 
 class Notifier:
