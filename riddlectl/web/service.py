@@ -4,8 +4,9 @@ line (`ops.submit`, `ops.admin`, `ops.report`), acting as the agent `web`.
 
 from __future__ import annotations
 
+import hashlib
+import os
 import sqlite3
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -16,11 +17,12 @@ import orjson
 
 from riddlectl import runtime
 from riddlectl.errors import ExitCode, InvalidDocument, RiddleError
-from riddlectl.identity import Actor
+from riddlectl.identity import Actor, scratch_dir
 from riddlectl.ops import admin, report
 from riddlectl.ops import submit as submitting
 from riddlectl.pipeline.ledger import Pipeline
 from riddlectl.settings import Settings
+from riddlectl.spool import is_url
 from riddlectl.spool.contract import Spool
 from riddlectl.web import index as indexing
 from riddlectl.web.index import Index
@@ -65,7 +67,7 @@ class Service:
         except (sqlite3.Error, OSError):
             # A spool this server may not write to (read-only, say): the index is
             # disposable, so it is kept for this run in a temporary directory instead.
-            index = Index(Path(tempfile.mkdtemp(prefix="riddlectl-web-")) / INDEX_NAME)
+            index = Index(Path(scratch_dir("web")) / INDEX_NAME)
         return cls(settings, spool, index, Keeper(spool, index), read_only)
 
     def pipeline(self) -> Pipeline:
@@ -160,7 +162,17 @@ class Service:
 
 
 def index_path(settings: Settings) -> Path:
-    return Path(settings.spool) / INDEX_NAME
+    """Where the table's index lives: in a directory spool, beside the queues; for a
+    spool that is no directory (PostgreSQL), in the user's cache directory
+    (`$XDG_CACHE_HOME/riddlectl/web/`, else `~/.cache/...`), named by a digest of the
+    spool's URL, so that a restarted server finds it again and no password is shown."""
+    if not is_url(settings.spool):
+        return Path(settings.spool) / INDEX_NAME
+    cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    digest = hashlib.sha256(os.fspath(settings.spool).encode()).hexdigest()[:16]
+    folder = Path(cache) / "riddlectl" / "web"
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    return folder / f"{digest}-{INDEX_NAME}"
 
 
 def error_body(exc: RiddleError) -> dict[str, Any]:
