@@ -5,12 +5,18 @@ spool, so documents move between spools unchanged. Making one extraction is seri
 across hosts by an advisory lock of its key, taken on a connection of its own (the
 extractor may run for a while; the spool's shared connection goes on meanwhile), and
 within this process by a lock per key.
+
+A stage asks first whether a riddle's extractions were dropped, then loads them: the
+body fetched by the first question is kept for the load that follows (`_fetched`), so
+each extraction costs one query. Keys name content, so a kept body is never wrong; it
+is used once, and `dropped` always asks the database, which is the truth.
 """
 
 from __future__ import annotations
 
 import hashlib
 import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
@@ -21,6 +27,7 @@ from riddlectl.spool.extractions import OWN_PATH, ExtractionCache
 from riddlectl.spool.postgres.db import Database
 
 MAKING_WAIT = "120s"  # how long to wait for another agent making the same extraction
+FETCHED_KEPT = 64  # bodies kept for the load that follows `dropped`
 
 
 class PgExtractionCache(ExtractionCache):
@@ -29,6 +36,7 @@ class PgExtractionCache(ExtractionCache):
         self.db = db
         self._mutex = threading.Lock()
         self._making: dict[str, threading.Lock] = {}
+        self._fetched: OrderedDict[str, bytes] = OrderedDict()  # by `dropped`, for `load`
 
     def get_or_make(self, key: str, make: Callable[[], dict[str, Any]]) -> str:
         reference = self.reference(key)
@@ -67,7 +75,7 @@ class PgExtractionCache(ExtractionCache):
 
     def load(self, reference: str | None) -> dict[str, Any] | None:
         key = _key_of(reference)
-        raw = None if key is None else self._body(key)
+        raw = None if key is None else (self._kept(key) or self._body(key))
         if raw is None:
             return None
         try:
@@ -78,9 +86,26 @@ class PgExtractionCache(ExtractionCache):
 
     def dropped(self, reference: str | None) -> bool:
         key = _key_of(reference)
-        return key is not None and self._body(key) is None
+        if key is None:
+            return False
+        raw = self._body(key)
+        if raw is None:
+            return True
+        with self._mutex:
+            self._fetched[key] = raw
+            self._fetched.move_to_end(key)
+            while len(self._fetched) > FETCHED_KEPT:
+                self._fetched.popitem(last=False)
+        return False
+
+    def _kept(self, key: str) -> bytes | None:
+        """The body `dropped` just fetched for `key`, once."""
+        with self._mutex:
+            return self._fetched.pop(key, None)
 
     def clear(self, extractor: str | None = None) -> int:
+        with self._mutex:
+            self._fetched.clear()
         with self.db.transaction() as conn:
             if extractor is None:
                 return conn.execute("DELETE FROM extractions").rowcount
