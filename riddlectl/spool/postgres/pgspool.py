@@ -221,7 +221,7 @@ class PgSpool(Reading, Spool):
     def claim(self, queue: Queue, limit: int = 1, now: float | None = None) -> list[Claim]:
         now = time.time() if now is None else now
         self.reap(every=REAP_EVERY)
-        self.inputs.read_drop_ins(queue)
+        self.inputs.read_if_due(queue)
         with self.db.transaction(hold=True, durable=False) as conn:
             rows = conn.execute(
                 sql.CLAIM,
@@ -297,7 +297,8 @@ class PgSpool(Reading, Spool):
     def watch(self, queues: Iterable[Queue], wake: Any) -> PgWatch | None:
         from riddlectl.spool.postgres.wakeups import PgWatch
 
-        return PgWatch(self.db, queues, wake)  # it listens once it can, polling meanwhile
+        # It listens once it can, polling meanwhile; a drop-in's wake-up has it read.
+        return PgWatch(self.db, queues, wake, told=self.inputs.told)
 
     def recover(self, committed: Committed) -> int:
         self.reap()
