@@ -7,6 +7,7 @@ follows it. Real server, real processes; the statements are counted as psycopg r
 
 from __future__ import annotations
 
+import signal
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -18,6 +19,8 @@ from riddlectl.spool import open_spool
 from riddlectl.spool.postgres.pgspool import PgSpool
 from riddlectl.spool.states import Queue
 from tests import pg
+from tests.contract.conftest import riddle
+from tests.integration.test_pg_spool import hold_in_a_process
 from tests.rig import until
 
 DOC = b'{"riddle": {"question": "x ="}}'
@@ -100,6 +103,27 @@ def test_many_drop_ins_are_all_read_by_claims_in_a_row(pg_spool: PgSpool) -> Non
     for _ in range(6):  # well within the slow look: each claim reads the next ones
         taken += [c.riddle.id for c in pg_spool.claim(Queue.INCOMING, limit=100)]
     assert len(taken) == 150
+
+
+def test_the_reaper_gives_back_a_dead_holders_claims_while_the_agent_is_idle(
+    pg_spool: PgSpool, pg_url: str
+) -> None:
+    pg_spool.add([riddle("a")])
+    assert pg_spool.claim(Queue.DONE) == []  # a claiming process now: its reaper runs
+    proc = hold_in_a_process(pg_url, "begin")
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    schema = pg_spool.url.schema
+
+    def given_back() -> bool:
+        with psycopg.connect(pg.require(), autocommit=True) as conn:
+            row = conn.execute(
+                f'SELECT holder IS NULL, abandoned FROM "{schema}".riddles WHERE id = %s', ("a",)
+            ).fetchone()
+        return row == (True, 1)
+
+    until(given_back, 10)  # no claim, no examine: the reaper's thread did it
+    pg_spool.disconnect()
 
 
 def test_an_extraction_checked_then_loaded_is_fetched_once(
