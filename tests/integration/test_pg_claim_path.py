@@ -138,3 +138,30 @@ def test_an_extraction_checked_then_loaded_is_fetched_once(
     assert len(about(statements, "extractions")) == 1
     cache.clear()
     assert cache.dropped(reference) and cache.load(reference) is None
+
+
+def test_a_claim_its_marks_and_its_release_are_one_statement_each(
+    pg_spool: PgSpool, statements: list[str]
+) -> None:
+    assert pg_spool.claim(Queue.INCOMING) == []  # the first: a holder, a look at drop-ins
+    pg_spool.add([riddle("a")])
+    statements.clear()
+    (claim,) = pg_spool.claim(Queue.INCOMING)
+    pg_spool.begin(claim)
+    pg_spool.handled(claim)
+    pg_spool.release(claim)
+    assert len(statements) == 4, statements
+    (again,) = pg_spool.claim(Queue.INCOMING)  # given back indeed
+    assert again.riddle.id == "a"
+
+
+def test_transitions_wait_for_the_disk_and_claims_do_not(pg_spool: PgSpool) -> None:
+    def setting(durable: bool) -> str:
+        with pg_spool.db.transaction(durable=durable) as conn:
+            row = conn.execute("SHOW synchronous_commit").fetchone()
+        assert row is not None
+        return str(row[0])
+
+    assert setting(durable=True) == "on"
+    assert setting(durable=False) == "off"
+    assert pg_spool.db.single("SHOW synchronous_commit", {}) == [("off",)]

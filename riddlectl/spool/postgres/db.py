@@ -1,6 +1,9 @@
 """Connections to the spool's database: one per spool object, shared by its threads.
 
 Every statement runs under one mutex, a transition in one transaction (`transaction`).
+The shared connection's commits do not wait for the disk unless asked to (`durable`):
+what a server crash may lose safely is sent as one statement of its own (`single`), with
+no BEGIN and COMMIT round trips.
 A connection that fails is dropped and made again on next use; what failed raises
 `SpoolUnusable` (the agent loop waits and tries again), never a traceback.
 
@@ -47,15 +50,19 @@ class Database:
         self._conn: Conn | None = None
         self.holder: int | None = None  # this process's holder key, once it claimed
 
-    def connect(self) -> Conn:
-        """A new connection of its own, with the spool's schema first on its path."""
+    def connect(self, durable: bool = True) -> Conn:
+        """A new connection of its own, with the spool's schema first on its path; not
+        `durable`: its commits do not wait for the disk unless a transaction says so."""
+        options = f"-c search_path={self.url.schema}"
+        if not durable:
+            options += " -c synchronous_commit=off"
         try:
             return psycopg.connect(
                 self.url.conninfo,
                 autocommit=True,
                 connect_timeout=10,
                 application_name=f"riddlectl {self.actor.name}",
-                options=f"-c search_path={self.url.schema}",
+                options=options,
                 **KEEPALIVES,  # type: ignore[arg-type]
             )
         except psycopg.Error as exc:
@@ -70,8 +77,9 @@ class Database:
 
     @contextlib.contextmanager
     def session(self, hold: bool = False) -> Iterator[Conn]:
-        """The shared connection, for statements of their own (autocommit); with `hold`,
-        this process is a holder first."""
+        """The shared connection, for statements of their own (autocommit): reads, as a
+        write there does not wait for the disk (see `single`); with `hold`, this process
+        is a holder first."""
         with self._mutex:
             try:
                 conn = self._connection()
@@ -109,13 +117,36 @@ class Database:
                 self._drop()
                 raise self.unreachable(exc) from None
 
+    def single(self, query: str, params: dict[str, Any], hold: bool = False) -> list[Any]:
+        """One statement, a transaction of its own whose commit does not wait for the disk
+        (as `transaction(durable=False)`), in one round trip; the rows it returns. With
+        `hold`, this process is a holder first, and the parameter `holder` is its key.
+
+        For the steps of a claim, which may be sent twice: a connection found dead is
+        made again once and the statement sent again. Should the first have been done
+        after all, its claims are its dead connection's holder's, given back by the
+        reaper; marking or giving back a claim twice changes nothing more."""
+        with self._mutex:
+            for attempt in range(2):
+                try:
+                    conn = self._connection()
+                    if hold:
+                        self._hold(conn)
+                    cursor = conn.execute(query, {**params, "holder": self.holder})
+                    return cursor.fetchall() if cursor.description else []
+                except psycopg.OperationalError as exc:
+                    self._drop()
+                    if attempt:
+                        raise self.unreachable(exc) from None
+        raise AssertionError("unreachable")  # pragma: no cover
+
     def _begun(self, hold: bool, durable: bool) -> Conn:
         for attempt in range(2):
             try:
                 conn = self._connection()
                 if hold:
                     self._hold(conn)
-                conn.execute("BEGIN" if durable else "BEGIN; SET LOCAL synchronous_commit = off")
+                conn.execute("BEGIN; SET LOCAL synchronous_commit = on" if durable else "BEGIN")
                 return conn
             except psycopg.OperationalError as exc:
                 self._drop()
@@ -127,7 +158,7 @@ class Database:
         conn = self._conn
         if conn is None or conn.closed or conn.broken:
             self._drop()
-            conn = self._conn = self.connect()
+            conn = self._conn = self.connect(durable=False)
         return conn
 
     def _hold(self, conn: Conn) -> None:

@@ -197,8 +197,7 @@ class PgSpool(Reading, Spool):
         if not claim.open:
             return
         claim.open = False
-        with self.db.transaction(durable=False) as conn:
-            conn.execute(sql.RELEASE, {"id": claim.riddle.id, "token": claim.token})
+        self.db.single(sql.RELEASE, {"id": claim.riddle.id, "token": claim.token})
 
     def delete(self, claim: Claim) -> None:
         with self.db.transaction() as conn:
@@ -219,8 +218,7 @@ class PgSpool(Reading, Spool):
         self._mark(claim, False)
 
     def _mark(self, claim: Claim, begun: bool) -> None:
-        with self.db.transaction(durable=False) as conn:
-            conn.execute(sql.MARK, {"begun": begun, "id": claim.riddle.id, "token": claim.token})
+        self.db.single(sql.MARK, {"begun": begun, "id": claim.riddle.id, "token": claim.token})
 
     # -- claiming -------------------------------------------------------------------------
 
@@ -229,11 +227,9 @@ class PgSpool(Reading, Spool):
         if self._reaper is None:
             self._start_reaper()
         self.inputs.read_if_due(queue)
-        with self.db.transaction(hold=True, durable=False) as conn:
-            rows = conn.execute(
-                sql.CLAIM,
-                {"queue": queue.value, "now": now, "limit": limit, "holder": self.db.holder},
-            ).fetchall()
+        rows = self.db.single(
+            sql.CLAIM, {"queue": queue.value, "now": now, "limit": limit}, hold=True
+        )
         claims = [self._claim_of(row) for row in rows]
         claims.sort(key=lambda claim: order_key(claim.riddle))
         return claims
