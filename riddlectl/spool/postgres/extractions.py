@@ -40,12 +40,12 @@ class PgExtractionCache(ExtractionCache):
 
     def get_or_make(self, key: str, make: Callable[[], dict[str, Any]]) -> str:
         reference = self.reference(key)
-        if self._body(key) is not None:
+        if self._has(key):
             return reference
         with self._mutex:
             making = self._making.setdefault(key, threading.Lock())
         with making:
-            if self._body(key) is None:
+            if not self._has(key):
                 self._make(key, make)
         return reference
 
@@ -67,6 +67,11 @@ class PgExtractionCache(ExtractionCache):
                     (key, extractor, orjson.dumps(made)),
                 )
             # The lock ends with the connection, as the `with` closes it.
+
+    def _has(self, key: str) -> bool:
+        with self.db.session() as conn:
+            found = conn.execute("SELECT 1 FROM extractions WHERE key = %s", (key,)).fetchone()
+        return found is not None
 
     def _body(self, key: str) -> bytes | None:
         with self.db.session() as conn:
