@@ -1,9 +1,10 @@
 """Connections to the spool's database: one per spool object, shared by its threads.
 
 Every statement runs under one mutex, a transition in one transaction (`transaction`).
-The shared connection's commits do not wait for the disk unless asked to (`durable`):
-what a server crash may lose safely is sent as one statement of its own (`single`), with
-no BEGIN and COMMIT round trips.
+The shared connection's commits do not wait for the disk unless asked to: a durable
+transaction takes the `synchronous_commit` the server, database or role configures
+(`SET LOCAL … TO DEFAULT`); what a server crash may lose safely is sent as one statement
+of its own (`single`), with no BEGIN and COMMIT round trips.
 A connection that fails is dropped and made again on next use; what failed raises
 `SpoolUnusable` (the agent loop waits and tries again), never a traceback.
 
@@ -41,6 +42,10 @@ KEEPALIVES = {
     "tcp_user_timeout": 25_000,
 }
 
+# A transaction that waits for the disk as the server, database or role says, whatever
+# this session's own setting (`SET … TO DEFAULT` is the value before any `SET`).
+DURABLE_BEGIN = "BEGIN; SET LOCAL synchronous_commit TO DEFAULT"
+
 
 class Database:
     def __init__(self, url: SpoolUrl, actor: Actor) -> None:
@@ -50,19 +55,15 @@ class Database:
         self._conn: Conn | None = None
         self.holder: int | None = None  # this process's holder key, once it claimed
 
-    def connect(self, durable: bool = True) -> Conn:
-        """A new connection of its own, with the spool's schema first on its path; not
-        `durable`: its commits do not wait for the disk unless a transaction says so."""
-        options = f"-c search_path={self.url.schema}"
-        if not durable:
-            options += " -c synchronous_commit=off"
+    def connect(self) -> Conn:
+        """A new connection of its own, with the spool's schema first on its path."""
         try:
             return psycopg.connect(
                 self.url.conninfo,
                 autocommit=True,
                 connect_timeout=10,
                 application_name=f"riddlectl {self.actor.name}",
-                options=options,
+                options=f"-c search_path={self.url.schema}",
                 **KEEPALIVES,  # type: ignore[arg-type]
             )
         except psycopg.Error as exc:
@@ -146,7 +147,7 @@ class Database:
                 conn = self._connection()
                 if hold:
                     self._hold(conn)
-                conn.execute("BEGIN; SET LOCAL synchronous_commit = on" if durable else "BEGIN")
+                conn.execute(DURABLE_BEGIN if durable else "BEGIN")
                 return conn
             except psycopg.OperationalError as exc:
                 self._drop()
@@ -158,7 +159,13 @@ class Database:
         conn = self._conn
         if conn is None or conn.closed or conn.broken:
             self._drop()
-            conn = self._conn = self.connect(durable=False)
+            conn = self.connect()
+            try:  # commits wait for the disk only in a durable transaction
+                conn.execute("SET synchronous_commit = off")
+            except psycopg.Error:
+                conn.close()
+                raise
+            self._conn = conn
         return conn
 
     def _hold(self, conn: Conn) -> None:
