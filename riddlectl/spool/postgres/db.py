@@ -1,6 +1,10 @@
 """Connections to the spool's database: one per spool object, shared by its threads.
 
 Every statement runs under one mutex, a transition in one transaction (`transaction`).
+The shared connection's commits do not wait for the disk unless asked to: a durable
+transaction takes the `synchronous_commit` the server, database or role configures
+(`SET LOCAL … TO DEFAULT`); what a server crash may lose safely is sent as one statement
+of its own (`single`), with no BEGIN and COMMIT round trips.
 A connection that fails is dropped and made again on next use; what failed raises
 `SpoolUnusable` (the agent loop waits and tries again), never a traceback.
 
@@ -38,6 +42,10 @@ KEEPALIVES = {
     "tcp_user_timeout": 25_000,
 }
 
+# A transaction that waits for the disk as the server, database or role says, whatever
+# this session's own setting (`SET … TO DEFAULT` is the value before any `SET`).
+DURABLE_BEGIN = "BEGIN; SET LOCAL synchronous_commit TO DEFAULT"
+
 
 class Database:
     def __init__(self, url: SpoolUrl, actor: Actor) -> None:
@@ -70,8 +78,9 @@ class Database:
 
     @contextlib.contextmanager
     def session(self, hold: bool = False) -> Iterator[Conn]:
-        """The shared connection, for statements of their own (autocommit); with `hold`,
-        this process is a holder first."""
+        """The shared connection, for statements of their own (autocommit): reads, as a
+        write there does not wait for the disk (see `single`); with `hold`, this process
+        is a holder first."""
         with self._mutex:
             try:
                 conn = self._connection()
@@ -109,13 +118,36 @@ class Database:
                 self._drop()
                 raise self.unreachable(exc) from None
 
+    def single(self, query: str, params: dict[str, Any], hold: bool = False) -> list[Any]:
+        """One statement, a transaction of its own whose commit does not wait for the disk
+        (as `transaction(durable=False)`), in one round trip; the rows it returns. With
+        `hold`, this process is a holder first, and the parameter `holder` is its key.
+
+        For the steps of a claim, which may be sent twice: a connection found dead is
+        made again once and the statement sent again. Should the first have been done
+        after all, its claims are its dead connection's holder's, given back by the
+        reaper; marking or giving back a claim twice changes nothing more."""
+        with self._mutex:
+            for attempt in range(2):
+                try:
+                    conn = self._connection()
+                    if hold:
+                        self._hold(conn)
+                    cursor = conn.execute(query, {**params, "holder": self.holder})
+                    return cursor.fetchall() if cursor.description else []
+                except psycopg.OperationalError as exc:
+                    self._drop()
+                    if attempt:
+                        raise self.unreachable(exc) from None
+        raise AssertionError("unreachable")  # pragma: no cover
+
     def _begun(self, hold: bool, durable: bool) -> Conn:
         for attempt in range(2):
             try:
                 conn = self._connection()
                 if hold:
                     self._hold(conn)
-                conn.execute("BEGIN" if durable else "BEGIN; SET LOCAL synchronous_commit = off")
+                conn.execute(DURABLE_BEGIN if durable else "BEGIN")
                 return conn
             except psycopg.OperationalError as exc:
                 self._drop()
@@ -127,7 +159,13 @@ class Database:
         conn = self._conn
         if conn is None or conn.closed or conn.broken:
             self._drop()
-            conn = self._conn = self.connect()
+            conn = self.connect()
+            try:  # commits wait for the disk only in a durable transaction
+                conn.execute("SET synchronous_commit = off")
+            except psycopg.Error:
+                conn.close()
+                raise
+            self._conn = conn
         return conn
 
     def _hold(self, conn: Conn) -> None:

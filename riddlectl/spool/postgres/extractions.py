@@ -5,12 +5,18 @@ spool, so documents move between spools unchanged. Making one extraction is seri
 across hosts by an advisory lock of its key, taken on a connection of its own (the
 extractor may run for a while; the spool's shared connection goes on meanwhile), and
 within this process by a lock per key.
+
+A stage asks first whether a riddle's extractions were dropped, then loads them: the
+body fetched by the first question is kept for the load that follows (`_fetched`), so
+each extraction costs one query. Keys name content, so a kept body is never wrong; it
+is used once, and `dropped` always asks the database, which is the truth.
 """
 
 from __future__ import annotations
 
 import hashlib
 import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 
@@ -21,6 +27,7 @@ from riddlectl.spool.extractions import OWN_PATH, ExtractionCache
 from riddlectl.spool.postgres.db import Database
 
 MAKING_WAIT = "120s"  # how long to wait for another agent making the same extraction
+FETCHED_KEPT = 64  # bodies kept for the load that follows `dropped`
 
 
 class PgExtractionCache(ExtractionCache):
@@ -29,15 +36,16 @@ class PgExtractionCache(ExtractionCache):
         self.db = db
         self._mutex = threading.Lock()
         self._making: dict[str, threading.Lock] = {}
+        self._fetched: OrderedDict[str, bytes] = OrderedDict()  # by `dropped`, for `load`
 
     def get_or_make(self, key: str, make: Callable[[], dict[str, Any]]) -> str:
         reference = self.reference(key)
-        if self._body(key) is not None:
+        if self._has(key):
             return reference
         with self._mutex:
             making = self._making.setdefault(key, threading.Lock())
         with making:
-            if self._body(key) is None:
+            if not self._has(key):
                 self._make(key, make)
         return reference
 
@@ -60,6 +68,11 @@ class PgExtractionCache(ExtractionCache):
                 )
             # The lock ends with the connection, as the `with` closes it.
 
+    def _has(self, key: str) -> bool:
+        with self.db.session() as conn:
+            found = conn.execute("SELECT 1 FROM extractions WHERE key = %s", (key,)).fetchone()
+        return found is not None
+
     def _body(self, key: str) -> bytes | None:
         with self.db.session() as conn:
             row = conn.execute("SELECT body FROM extractions WHERE key = %s", (key,)).fetchone()
@@ -67,7 +80,7 @@ class PgExtractionCache(ExtractionCache):
 
     def load(self, reference: str | None) -> dict[str, Any] | None:
         key = _key_of(reference)
-        raw = None if key is None else self._body(key)
+        raw = None if key is None else (self._kept(key) or self._body(key))
         if raw is None:
             return None
         try:
@@ -78,9 +91,26 @@ class PgExtractionCache(ExtractionCache):
 
     def dropped(self, reference: str | None) -> bool:
         key = _key_of(reference)
-        return key is not None and self._body(key) is None
+        if key is None:
+            return False
+        raw = self._body(key)
+        if raw is None:
+            return True
+        with self._mutex:
+            self._fetched[key] = raw
+            self._fetched.move_to_end(key)
+            while len(self._fetched) > FETCHED_KEPT:
+                self._fetched.popitem(last=False)
+        return False
+
+    def _kept(self, key: str) -> bytes | None:
+        """The body `dropped` just fetched for `key`, once."""
+        with self._mutex:
+            return self._fetched.pop(key, None)
 
     def clear(self, extractor: str | None = None) -> int:
+        with self._mutex:
+            self._fetched.clear()
         with self.db.transaction() as conn:
             if extractor is None:
                 return conn.execute("DELETE FROM extractions").rowcount

@@ -4,10 +4,18 @@ A drop-in is a row of `dropins` (queue, name, bytes), as a file dropped into a q
 directory is: read when that queue is next claimed from, by the rules of `dropins`
 (stored under its own id, or set aside into `corrupt` with the reason). `riddlectl
 ingest` is what moves files from a directory into these rows.
+
+Drop-ins are rare, so a claim does not look for them each time. A claim looks when it
+was told of one: by a wake-up saying so (`drop_in` notifies `drop-in:<queue>`, see
+`wakeups`), or by a drop-in through this very spool object. Wake-ups are hints, so a
+claim also looks when it has not looked for `LOOK_EVERY` seconds, and the first claim
+from a queue always looks: what was dropped in before an agent (or `run --once`) started
+is read by its first claim.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 from typing import TYPE_CHECKING
 
@@ -21,6 +29,8 @@ if TYPE_CHECKING:
     from riddlectl.spool.postgres.pgspool import PgSpool
 
 READ_AT_ONCE = 64  # drop-ins read per claim
+LOOK_EVERY = 1.0  # seconds between looks for drop-ins no wake-up told of
+WAKE_UP = "drop-in:"  # the payload of a drop-in's wake-up, before the queue's name
 # Names other programs write under are never read (see `dropins.ignored`).
 NOT_IGNORED = "name NOT LIKE '.%%' AND name NOT LIKE '%%.tmp'"
 
@@ -29,6 +39,26 @@ class Inputs:
     def __init__(self, spool: PgSpool) -> None:
         self.spool = spool
         self.db = spool.db
+        self._mutex = threading.Lock()
+        self._told: set[Queue] = set()  # queues a drop-in arrived in, not looked at since
+        self._looked: dict[Queue, float] = {}  # when each queue was last looked at
+
+    def told(self, queue: Queue) -> None:
+        """A drop-in arrived in `queue` (a wake-up said so): the next claim looks."""
+        with self._mutex:
+            self._told.add(queue)
+
+    def read_if_due(self, queue: Queue) -> None:
+        """Read the drop-ins of `queue` if told of one, or not looked at for a while."""
+        now = time.monotonic()
+        with self._mutex:
+            last = self._looked.get(queue)
+            if queue not in self._told and last is not None and now - last < LOOK_EVERY:
+                return
+            self._told.discard(queue)  # before the look: one told of meanwhile is looked for
+            self._looked[queue] = now
+        if self.read_drop_ins(queue) >= READ_AT_ONCE:
+            self.told(queue)  # there may be more: the next claim reads on
 
     def drop_in(self, queue: Queue, name: str, raw: bytes) -> None:
         if not name or "/" in name or name in (".", ".."):
@@ -39,17 +69,21 @@ class Inputs:
                 "ON CONFLICT (queue, name) DO UPDATE SET raw = excluded.raw, at = excluded.at",
                 (queue.value, name, bytes(raw), time.time()),
             )
-            conn.execute("SELECT pg_notify(%s, %s)", (self.spool.url.channel, queue.value))
+            conn.execute(
+                "SELECT pg_notify(%s, %s)", (self.spool.url.channel, WAKE_UP + queue.value)
+            )
+        self.told(queue)
 
-    def read_drop_ins(self, queue: Queue) -> None:
-        """Store what was dropped into `queue` under its id, or set it aside."""
+    def read_drop_ins(self, queue: Queue) -> int:
+        """Store what was dropped into `queue` under its id, or set it aside; how many
+        drop-ins were read."""
         with self.db.session() as conn:
             any_row = conn.execute(
                 f"SELECT 1 FROM dropins WHERE queue = %s AND {NOT_IGNORED} LIMIT 1",
                 (queue.value,),
             ).fetchone()
         if any_row is None:
-            return  # the usual case: one indexed look, no transaction
+            return 0  # the usual case: one indexed look, no transaction
         told: list[tuple[str, str]] = []
         with self.db.transaction() as conn:
             rows = conn.execute(
@@ -68,6 +102,7 @@ class Inputs:
         for name, reason in told:
             if self.spool.on_corrupt is not None:
                 self.spool.on_corrupt(queue, name, reason)
+        return len(rows)
 
     def _adopt(self, conn: Conn, queue: Queue, name: str, raw: bytes) -> str | None:
         """Store the drop-in as a riddle; the reason it is none, else None."""

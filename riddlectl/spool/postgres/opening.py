@@ -36,6 +36,6 @@ def drop(text: str) -> None:
     """Drop the schema the URL `text` names, with everything in it."""
     url = urls.parse(text)
     spool = PgSpool(url)
-    with spool.db.session() as conn:
+    with spool.db.transaction() as conn:
         conn.execute(f'DROP SCHEMA IF EXISTS "{url.schema}" CASCADE')
     spool.disconnect()

@@ -4,13 +4,16 @@ The primary key makes "one id, one queue" structural: there are no copies to res
 Every transition is one transaction: the document, its queue, `rev`, its events (see
 `events`) and the wake-up (`NOTIFY`, delivered at commit) together. Claims are rows
 marked with their holder and a token (see `claims`, `db`); a claim's holder dying gives
-it back through the reaper, which every claiming agent runs now and then.
+it back through the reaper, which every claiming process runs: at its first claim, then
+every `REAP_EVERY` s in a thread of its own (`_reap_now_and_then`), off the claim path.
 """
 
 from __future__ import annotations
 
 import contextlib
+import threading
 import time
+import weakref
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -73,6 +76,9 @@ class PgSpool(Reading, Spool):
         self.inputs = Inputs(self)
         self._copies = data.LocalCopies()
         self._reaped = 0.0
+        self._reaper: threading.Thread | None = None
+        self._reaper_mutex = threading.Lock()
+        self._stopping = threading.Event()  # ends the reaper's thread
         self.contended = 0  # SKIP LOCKED passes over rows being claimed: never waited on
 
     @property
@@ -191,8 +197,7 @@ class PgSpool(Reading, Spool):
         if not claim.open:
             return
         claim.open = False
-        with self.db.transaction(durable=False) as conn:
-            conn.execute(sql.RELEASE, {"id": claim.riddle.id, "token": claim.token})
+        self.db.single(sql.RELEASE, {"id": claim.riddle.id, "token": claim.token})
 
     def delete(self, claim: Claim) -> None:
         with self.db.transaction() as conn:
@@ -213,20 +218,18 @@ class PgSpool(Reading, Spool):
         self._mark(claim, False)
 
     def _mark(self, claim: Claim, begun: bool) -> None:
-        with self.db.transaction(durable=False) as conn:
-            conn.execute(sql.MARK, {"begun": begun, "id": claim.riddle.id, "token": claim.token})
+        self.db.single(sql.MARK, {"begun": begun, "id": claim.riddle.id, "token": claim.token})
 
     # -- claiming -------------------------------------------------------------------------
 
     def claim(self, queue: Queue, limit: int = 1, now: float | None = None) -> list[Claim]:
         now = time.time() if now is None else now
-        self.reap(every=REAP_EVERY)
-        self.inputs.read_drop_ins(queue)
-        with self.db.transaction(hold=True, durable=False) as conn:
-            rows = conn.execute(
-                sql.CLAIM,
-                {"queue": queue.value, "now": now, "limit": limit, "holder": self.db.holder},
-            ).fetchall()
+        if self._reaper is None:
+            self._start_reaper()
+        self.inputs.read_if_due(queue)
+        rows = self.db.single(
+            sql.CLAIM, {"queue": queue.value, "now": now, "limit": limit}, hold=True
+        )
         claims = [self._claim_of(row) for row in rows]
         claims.sort(key=lambda claim: order_key(claim.riddle))
         return claims
@@ -278,6 +281,21 @@ class PgSpool(Reading, Spool):
             self._finish(conn, [queue for _, queue in freed])
         return freed
 
+    def _start_reaper(self) -> None:
+        """Reap now (what died before this process came claims first), then now and
+        then in a thread, which ends with `disconnect` or when the spool is dropped."""
+        with self._reaper_mutex:
+            if self._reaper is not None:
+                return
+            self.reap()
+            self._reaper = threading.Thread(
+                target=_reap_now_and_then,
+                args=(weakref.ref(self), self._stopping),
+                name="riddlectl-reaper",
+                daemon=True,
+            )
+            self._reaper.start()
+
     def _me(self) -> dict[str, int]:
         return {"me": self.db.holder if self.db.holder is not None else 0}
 
@@ -297,7 +315,8 @@ class PgSpool(Reading, Spool):
     def watch(self, queues: Iterable[Queue], wake: Any) -> PgWatch | None:
         from riddlectl.spool.postgres.wakeups import PgWatch
 
-        return PgWatch(self.db, queues, wake)  # it listens once it can, polling meanwhile
+        # It listens once it can, polling meanwhile; a drop-in's wake-up has it read.
+        return PgWatch(self.db, queues, wake, told=self.inputs.told)
 
     def recover(self, committed: Committed) -> int:
         self.reap()
@@ -330,7 +349,20 @@ class PgSpool(Reading, Spool):
 
     def disconnect(self) -> None:
         """Close the connection (claims still held are given back by the reaper)."""
+        self._stopping.set()
         self.db.close()
+
+
+def _reap_now_and_then(spool: weakref.ref[PgSpool], stopping: threading.Event) -> None:
+    """The reaper's thread: `reap` every `REAP_EVERY` s while the spool is in use. A
+    spool that cannot be reached now is tried again at the next turn."""
+    while not stopping.wait(REAP_EVERY):
+        held = spool()
+        if held is None:
+            return
+        with contextlib.suppress(Exception):
+            held.reap(every=REAP_EVERY)
+        del held
 
 
 def _row(queue: Queue, riddle: Riddle) -> tuple[Any, ...]:

@@ -111,6 +111,7 @@ def version(conn: psycopg.Connection[tuple[Any, ...]], schema: str) -> int:
 def migrate(conn: psycopg.Connection[tuple[Any, ...]], schema: str, shown: str) -> int:
     """Bring `schema` up to `LATEST`; how many steps were applied."""
     with conn.transaction():
+        conn.execute("SET LOCAL synchronous_commit TO DEFAULT")  # as configured: durable
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (lock_key(schema),))
         conn.execute(f"CREATE SCHEMA IF NOT EXISTS {_quote(schema)}")
         conn.execute(
