@@ -186,7 +186,8 @@ def extract_again(riddle: Riddle, ctx: StageContext) -> Outcome | None:
     """
     if not riddle.status.extract.required:
         return None  # nothing would make them again: handlers get None, as for any gap
-    gone = [item for item in riddle.data if ctx.store.dropped(item.file_extracted)]
+    dropped = ctx.store.dropped_of([item.file_extracted for item in riddle.data])
+    gone = [item for item, lost in zip(riddle.data, dropped, strict=True) if lost]
     if not gone:
         return None
     for item in gone:

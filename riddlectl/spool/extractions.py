@@ -19,7 +19,7 @@ import os
 import re
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 SCHEMA_VERSION = 1
@@ -73,6 +73,11 @@ class ExtractionCache(abc.ABC):
     @abc.abstractmethod
     def dropped(self, reference: str | None) -> bool:
         """Whether `reference` names an extraction this cache made that is gone (cleared)."""
+
+    def dropped_of(self, references: Sequence[str | None]) -> list[bool]:
+        """`dropped` of each of `references`, in order: a cache kept elsewhere answers all
+        in one look."""
+        return [self.dropped(reference) for reference in references]
 
     @abc.abstractmethod
     def clear(self, extractor: str | None = None) -> int:

@@ -31,7 +31,6 @@ def test_x_from_a_table_y_from_a_picture_z_from_a_recording_gives_170(cli: Cli) 
     assert document["solution"]["accepted"] is True
     assert [item["type"] for item in document["data"]] == ["csv", "image", "audio"]
     extractions = [
-        orjson.loads((cli.spool / item["file_extracted"]).read_bytes())
-        for item in document["data"]
+        orjson.loads((cli.spool / item["file_extracted"]).read_bytes()) for item in document["data"]
     ]
     assert [e["variables"] for e in extractions] == [{"x": "10"}, {"y": "15"}, {"z": "20"}]

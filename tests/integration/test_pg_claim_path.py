@@ -2,7 +2,8 @@
 still hold: drop-ins are read when a wake-up tells of one, or by a slower look when no
 wake-up came; claims of a holder that died are given back by a reaper thread, also while
 the agent claims nothing; an extraction is fetched once for the check and the load that
-follows it. Real server, real processes; the statements are counted as psycopg runs them.
+follows it; data files are fetched once per process and linked into each riddle's
+local copy. Real server, real processes; the statements are counted as psycopg runs them.
 """
 
 from __future__ import annotations
@@ -10,11 +11,13 @@ from __future__ import annotations
 import signal
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import psycopg
 import pytest
 
+from riddlectl.document.model import DataItem
 from riddlectl.spool import open_spool
 from riddlectl.spool.postgres.pgspool import PgSpool
 from riddlectl.spool.states import Queue
@@ -168,3 +171,54 @@ def test_transitions_wait_for_the_disk_and_claims_do_not(pg_spool: PgSpool) -> N
     assert setting(durable=True) == row[0]
     assert setting(durable=False) == "off"
     assert pg_spool.db.single("SHOW synchronous_commit", {}) == [("off",)]
+
+
+def test_riddles_mixing_the_same_files_share_their_contents_and_a_claim_lists_them(
+    pg_spool: PgSpool, statements: list[str], tmp_path: Path
+) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    for name, text in {"a1.txt": "a = 1\n", "b1.txt": "b = 2\n", "b2.txt": "b = 3\n"}.items():
+        (data / name).write_text(text)
+    pg_spool.data_dir = data
+    pg_spool.add([_with_files("r1", "a1.txt", "b1.txt"), _with_files("r2", "a1.txt", "b2.txt")])
+    seen: dict[str, Path] = {}
+    statements.clear()
+    for riddle_id in ("r1", "r2"):
+        claim = pg_spool.claim_id(riddle_id)
+        with pg_spool.data_files(claim.riddle, tmp_path / "elsewhere") as local:
+            assert local != tmp_path / "elsewhere"  # the stored files, not the agent's own
+            texts = {p.name: p.read_text() for p in local.iterdir()}
+            seen[riddle_id] = local
+        pg_spool.release(claim)
+    assert texts == {"a1.txt": "a = 1\n", "b2.txt": "b = 3\n"}
+    assert (seen["r1"] / "b1.txt").read_text() == "b = 2\n"
+    # a1.txt was fetched once for both riddles, and is one file on disk, linked twice.
+    assert (seen["r1"] / "a1.txt").stat().st_ino == (seen["r2"] / "a1.txt").stat().st_ino
+    fetched = [s for s in statements if "FROM blobs" in s]
+    assert len(fetched) == 2, fetched  # r1's two contents, then r2's new one
+    asked = [s for s in statements if s.startswith("SELECT path, sha256 FROM riddle_data")]
+    assert not asked  # the claims said which files
+
+
+def _with_files(riddle_id: str, *names: str) -> Any:
+    made = riddle(riddle_id)
+    made.data = [DataItem(type="text", file_plain=name) for name in names]
+    return made
+
+
+def test_a_riddles_extractions_are_checked_in_one_query(
+    pg_spool: PgSpool, statements: list[str]
+) -> None:
+    cache = pg_spool.extractions
+    made = [
+        cache.get_or_make(cache.key(text, "text", "1"), lambda: {"extractor": "text"})
+        for text in (b"one", b"two")
+    ]
+    statements.clear()
+    assert cache.dropped_of([*made, None, "elsewhere/x.json"]) == [False] * 4
+    assert len(about(statements, "extractions")) == 1
+    assert [cache.load(reference) for reference in made] == [{"extractor": "text"}] * 2
+    assert len(about(statements, "extractions")) == 1  # loaded from what the check fetched
+    cache.clear()
+    assert cache.dropped_of([*made, None]) == [True, True, False]

@@ -279,5 +279,3 @@ def test_purge_takes_old_events_and_the_data_files_no_riddle_names_any_more(pg_c
     # The events logged before the cut go too: what is left is the last purge's.
     stages = [orjson.loads(line)["stage"] for line in pg_cli("events").out.splitlines()]
     assert stages == ["purge"]
-
-

@@ -7,7 +7,9 @@ stored over what the next holder did.
 
 The claim query is the shape the established PostgreSQL queues use: the rows are picked
 in order, skipping those another transaction is claiming (`FOR UPDATE SKIP LOCKED`), in
-a materialized CTE, then marked in one `UPDATE … RETURNING`.
+a materialized CTE, then marked in one `UPDATE … RETURNING`. A claim returns the
+riddle's stored data files too (path → SHA-256), which the agent's local copy of them
+needs: no second query.
 """
 
 from __future__ import annotations
@@ -22,13 +24,15 @@ WITH picked AS MATERIALIZED (
 )
 UPDATE riddles r SET holder = %(holder)s, token = nextval('claim_tokens')
 FROM picked WHERE r.id = picked.id
-RETURNING r.id, r.queue, r.doc, r.abandoned, r.dead, r.token, r.priority, r.created
+RETURNING r.id, r.queue, r.doc, r.abandoned, r.dead, r.token, r.priority, r.created,
+    (SELECT jsonb_object_agg(d.path, d.sha256) FROM riddle_data d WHERE d.riddle_id = r.id)
 """
 
 CLAIM_ID = """
-UPDATE riddles SET holder = %(holder)s, token = nextval('claim_tokens')
-WHERE id = %(id)s AND holder IS NULL
-RETURNING id, queue, doc, abandoned, dead, token, priority, created
+UPDATE riddles r SET holder = %(holder)s, token = nextval('claim_tokens')
+WHERE r.id = %(id)s AND r.holder IS NULL
+RETURNING r.id, r.queue, r.doc, r.abandoned, r.dead, r.token, r.priority, r.created,
+    (SELECT jsonb_object_agg(d.path, d.sha256) FROM riddle_data d WHERE d.riddle_id = r.id)
 """
 
 # The parameters of `COMMIT` (besides `tokens`), in the order of `pgspool._row`.

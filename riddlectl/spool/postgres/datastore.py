@@ -18,8 +18,8 @@ from __future__ import annotations
 import atexit
 import contextlib
 import hashlib
+import os
 import shutil
-import tempfile
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator
@@ -100,14 +100,23 @@ class LocalCopies:
     """The local copies of data files this process keeps, one directory per set of
     (path, content) a riddle names, so that riddles naming the same files share one and a
     riddle's next stage finds it made: the `KEEP` used last are kept, in a private
-    directory removed when the process ends (and by the next one, after `kill -9`)."""
+    directory removed when the process ends (and by the next one, after `kill -9`).
+
+    Each content is fetched from the database and written once per process, into
+    `.blobs/SHA256` (read-only); a directory holds hard links to those. A new set of files
+    thus costs a directory and a link per file, not a query and a write per file: riddles
+    mixing the same files in new ways are the common case (one file per variable)."""
 
     KEEP = 64
+    NOTED = 1024  # claims' file lists kept for the local copy that follows
+    BLOBS_KEEP = 1024  # contents kept on disk beyond those the kept directories link to
 
     def __init__(self) -> None:
         self._mutex = threading.Lock()
         self._views: OrderedDict[str, Path] = OrderedDict()
         self._using: dict[str, int] = {}
+        self._blobs: set[str] = set()
+        self._claimed: OrderedDict[str, dict[str, str]] = OrderedDict()  # by `note_files`
         self._root: Path | None = None
 
     @contextlib.contextmanager
@@ -115,11 +124,13 @@ class LocalCopies:
         """A directory holding `riddle`'s stored data files at their paths; `data_dir`
         when some of them are not stored (see the module's docstring)."""
         wanted = {item.file_plain for item in riddle.data}
-        with db.session() as conn:
-            rows = conn.execute(
-                "SELECT path, sha256 FROM riddle_data WHERE riddle_id = %s", (riddle.id,)
-            ).fetchall()
-        files = dict(rows)
+        files = self._noted(riddle.id or "")
+        if files is None:
+            with db.session() as conn:
+                rows = conn.execute(
+                    "SELECT path, sha256 FROM riddle_data WHERE riddle_id = %s", (riddle.id,)
+                ).fetchall()
+            files = dict(rows)
         if not wanted or not wanted <= set(files):
             yield data_dir
             return
@@ -131,6 +142,17 @@ class LocalCopies:
             with self._mutex:
                 self._using[key] -= 1
 
+    def note_files(self, riddle_id: str, files: dict[str, str]) -> None:
+        """What a claim returned of the riddle's stored files, for its local copy."""
+        with self._mutex:
+            self._claimed[riddle_id] = files
+            while len(self._claimed) > self.NOTED:
+                self._claimed.popitem(last=False)
+
+    def _noted(self, riddle_id: str) -> dict[str, str] | None:
+        with self._mutex:
+            return self._claimed.pop(riddle_id, None)
+
     def _take(self, key: str) -> Path | None:
         with self._mutex:
             view = self._views.get(key)
@@ -140,24 +162,18 @@ class LocalCopies:
             return view
 
     def _make(self, db: Database, key: str, files: dict[str, str]) -> Path:
-        with db.session() as conn:
-            rows = conn.execute(
-                "SELECT sha256, content FROM blobs WHERE sha256 = ANY(%s)", (list(files.values()),)
-            ).fetchall()
-        contents = {sha: bytes(content) for sha, content in rows}
-        with self._mutex:
-            if self._root is None:
-                self._root = Path(scratch_dir("data"))
-                atexit.register(shutil.rmtree, self._root, True)
-            root = self._root
-        making = Path(tempfile.mkdtemp(prefix=".making-", dir=root))
+        root = self._ensure_root()
+        blobs = self._fetch(db, root, set(files.values()))
+        # Named by the set and the thread: no other maker uses it (mkdtemp cost 0.5 ms).
+        making = root / f".making-{key}-{threading.get_ident()}"
+        making.mkdir()
         for path, sha in files.items():
             parts = [p for p in path.split("/") if p not in ("", ".")]
-            if not parts or ".." in parts or path.startswith("/") or sha not in contents:
+            if not parts or ".." in parts or path.startswith("/") or sha not in blobs:
                 continue  # never stored so: submit refuses such paths
             target = making.joinpath(*parts)
             target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(contents[sha])
+            os.link(blobs[sha], target)
         view = root / key
         with self._mutex:
             if key in self._views:  # made by another thread meanwhile
@@ -166,13 +182,47 @@ class LocalCopies:
                 making.rename(view)
                 self._views[key] = view
             self._using[key] = self._using.get(key, 0) + 1
-            self._evict()
+            self._evict(root)
         return view
 
-    def _evict(self) -> None:
+    def _ensure_root(self) -> Path:
+        with self._mutex:
+            if self._root is None:
+                self._root = Path(scratch_dir("data"))
+                (self._root / ".blobs").mkdir()
+                atexit.register(shutil.rmtree, self._root, True)
+            return self._root
+
+    def _fetch(self, db: Database, root: Path, shas: set[str]) -> dict[str, Path]:
+        """The local file of each of `shas` that is stored, fetched when not on disk yet."""
+        place = root / ".blobs"
+        with self._mutex:
+            missing = sorted(shas - self._blobs)
+        if missing:
+            with db.session() as conn:
+                rows = conn.execute(
+                    "SELECT sha256, content FROM blobs WHERE sha256 = ANY(%s)", (missing,)
+                ).fetchall()
+            for sha, content in rows:
+                partial = place / f".{sha}.{threading.get_ident()}"
+                partial.write_bytes(bytes(content))
+                partial.chmod(0o444)  # shared by every directory linking it: not to be changed
+                partial.rename(place / sha)
+                with self._mutex:
+                    self._blobs.add(sha)
+        with self._mutex:
+            return {sha: place / sha for sha in shas if sha in self._blobs}
+
+    def _evict(self, root: Path) -> None:
         for old in list(self._views):
             if len(self._views) <= self.KEEP:
-                return
+                break
             if not self._using.get(old):
                 shutil.rmtree(self._views.pop(old), ignore_errors=True)
                 self._using.pop(old, None)
+        if len(self._blobs) > self.BLOBS_KEEP:
+            for sha in list(self._blobs):
+                blob = root / ".blobs" / sha
+                if blob.stat().st_nlink == 1:  # no kept directory links it
+                    blob.unlink()
+                    self._blobs.discard(sha)

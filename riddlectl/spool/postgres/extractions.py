@@ -17,7 +17,7 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import orjson
@@ -90,18 +90,25 @@ class PgExtractionCache(ExtractionCache):
         return value if isinstance(value, dict) else None
 
     def dropped(self, reference: str | None) -> bool:
-        key = _key_of(reference)
-        if key is None:
-            return False
-        raw = self._body(key)
-        if raw is None:
-            return True
+        return self.dropped_of([reference])[0]
+
+    def dropped_of(self, references: Sequence[str | None]) -> list[bool]:
+        keys = [_key_of(reference) for reference in references]
+        asked = sorted({key for key in keys if key is not None})
+        bodies: dict[str, bytes] = {}
+        if asked:
+            with self.db.session() as conn:
+                rows = conn.execute(
+                    "SELECT key, body FROM extractions WHERE key = ANY(%s)", (asked,)
+                ).fetchall()
+            bodies = {key: bytes(body) for key, body in rows}
         with self._mutex:
-            self._fetched[key] = raw
-            self._fetched.move_to_end(key)
+            for key, raw in bodies.items():
+                self._fetched[key] = raw
+                self._fetched.move_to_end(key)
             while len(self._fetched) > FETCHED_KEPT:
                 self._fetched.popitem(last=False)
-        return False
+        return [key is not None and key not in bodies for key in keys]
 
     def _kept(self, key: str) -> bytes | None:
         """The body `dropped` just fetched for `key`, once."""

@@ -264,6 +264,7 @@ class PgSpool(Reading, Spool):
 
     def _claim_of(self, row: tuple[Any, ...]) -> Claim:
         riddle_id, queue_name, doc, abandoned, dead, token = row[:6]
+        self._copies.note_files(riddle_id, row[8] or {})
         queue = Queue(queue_name)
         riddle = self._parse(queue, riddle_id, doc)
         if abandoned and self.on_abandoned is not None:
