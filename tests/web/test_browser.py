@@ -76,7 +76,9 @@ def test_pose_watch_open_retry(server: Served, page: Any) -> None:
     names = page.locator(".data-name")
     names.nth(0).focus()
     names.nth(0).type("exa")
-    page.wait_for_function("document.querySelectorAll('#datafiles-list option').length === 3")
+    # (not `wait_for_function`: its string predicate is eval'd in the page, which the
+    # page's Content-Security-Policy forbids once it has to poll)
+    expect(page.locator("#datafiles-list option")).to_have_count(3)
     options = page.eval_on_selector_all("#datafiles-list option", "els => els.map(e => e.value)")
     assert options == ["example/x.txt", "example/y.txt", "example/z.txt"]
     names.nth(0).fill("example/x.txt")
