@@ -22,6 +22,8 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import orjson
+
 SCHEMA_VERSION = 1
 KEPT = 1024  # data file keys remembered per cache
 SETTLED = 1.0  # seconds a data file must be unchanged before its key is remembered
@@ -83,6 +85,15 @@ class ExtractionCache(abc.ABC):
     def clear(self, extractor: str | None = None) -> int:
         """Drop the cached extractions (of one extractor by name); how many went. Safe
         while agents run: one that finds an extraction gone makes it again."""
+
+
+def object_of(raw: bytes) -> dict[str, Any] | None:
+    """A stored extraction's JSON object; None when it is not one (damaged, say)."""
+    try:
+        value = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return None
+    return value if isinstance(value, dict) else None
 
 
 def _identity(info: os.stat_result, extractor: str, version: str) -> tuple[Any, ...]:

@@ -17,7 +17,7 @@ from typing import Any
 import orjson
 
 from riddlectl import inflight
-from riddlectl.spool.extractions import KEPT, OWN_PATH, ExtractionCache
+from riddlectl.spool.extractions import KEPT, OWN_PATH, ExtractionCache, object_of
 from riddlectl.spool.fs import atomic
 from riddlectl.spool.fs.locks import Lock
 
@@ -67,11 +67,7 @@ class FsExtractionCache(ExtractionCache):
                 self._kept[reference] = raw
                 if len(self._kept) > KEPT:
                     self._kept.popitem(last=False)
-        try:
-            value = orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            return None
-        return value if isinstance(value, dict) else None
+        return object_of(raw)
 
     def dropped(self, reference: str | None) -> bool:
         if not reference or not OWN_PATH.fullmatch(reference):

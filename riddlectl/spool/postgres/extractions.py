@@ -23,7 +23,7 @@ from typing import Any
 import orjson
 import psycopg
 
-from riddlectl.spool.extractions import OWN_PATH, ExtractionCache
+from riddlectl.spool.extractions import OWN_PATH, ExtractionCache, object_of
 from riddlectl.spool.postgres.db import Database
 
 MAKING_WAIT = "120s"  # how long to wait for another agent making the same extraction
@@ -83,11 +83,7 @@ class PgExtractionCache(ExtractionCache):
         raw = None if key is None else (self._kept(key) or self._body(key))
         if raw is None:
             return None
-        try:
-            value = orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            return None
-        return value if isinstance(value, dict) else None
+        return object_of(raw)
 
     def dropped(self, reference: str | None) -> bool:
         return self.dropped_of([reference])[0]
