@@ -20,6 +20,7 @@ import contextlib
 import hashlib
 import os
 import shutil
+import tempfile
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator
@@ -164,9 +165,7 @@ class LocalCopies:
     def _make(self, db: Database, key: str, files: dict[str, str]) -> Path:
         root = self._ensure_root()
         blobs = self._fetch(db, root, set(files.values()))
-        # Named by the set and the thread: no other maker uses it (mkdtemp cost 0.5 ms).
-        making = root / f".making-{key}-{threading.get_ident()}"
-        making.mkdir()
+        making = Path(tempfile.mkdtemp(prefix=".making-", dir=root))
         for path, sha in files.items():
             parts = [p for p in path.split("/") if p not in ("", ".")]
             if not parts or ".." in parts or path.startswith("/") or sha not in blobs:

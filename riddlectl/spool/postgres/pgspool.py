@@ -264,9 +264,10 @@ class PgSpool(Reading, Spool):
 
     def _claim_of(self, row: tuple[Any, ...]) -> Claim:
         riddle_id, queue_name, doc, abandoned, dead, token = row[:6]
-        self._copies.note_files(riddle_id, row[8] or {})
         queue = Queue(queue_name)
         riddle = self._parse(queue, riddle_id, doc)
+        if riddle.data:  # its local copy of them comes next (`data_files`)
+            self._copies.note_files(riddle_id, row[8] or {})
         if abandoned and self.on_abandoned is not None:
             self.on_abandoned(queue, riddle, dict(dead or {}), abandoned)
         return Claim(riddle, queue, abandoned, token)
