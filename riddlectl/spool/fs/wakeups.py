@@ -85,6 +85,9 @@ class _InotifyWatch:
     def on_queue_overflow(self) -> None:
         self.wake.set()
 
+    def on_events_lost(self) -> None:  # watchdog 7.1: after every `on_queue_overflow`
+        self.wake.set()
+
     def stop(self) -> None:
         watches, self.watches = self.watches, []
         if watches:
