@@ -32,12 +32,21 @@ class Job:
 
     riddle: Riddle
     stage: str
-    data_dir: Path
+    # The data directory, or what makes it: a spool keeping the files makes a local copy
+    # only for a handler that asks for it (`data_dir`).
+    data_place: Path | Callable[[], Path]
     spool_root: Path
     timeout: float = 60.0
     item_index: int | None = None  # extract only
     item_path: Path | None = None  # extract only
     extractions: list[dict[str, Any] | None] = field(default_factory=list)  # solve, validate
+
+    @property
+    def data_dir(self) -> Path:
+        """The directory the riddle's data files are in, by their `file_plain` paths."""
+        if not isinstance(self.data_place, Path):
+            self.data_place = self.data_place()
+        return self.data_place
 
 
 HandlerFn = Callable[[Job], "dict[str, Any] | None"]

@@ -93,9 +93,8 @@ class Attempts:
         reach("claimed")
         started = time.monotonic()
         try:
-            with self.ledger.spool.data_files(riddle, ctx.data_dir) as data_dir:
-                here = ctx if data_dir == ctx.data_dir else replace(ctx, data_dir=data_dir)
-                outcome = stage.run(riddle, here)
+            with self.ledger.spool.data_files(riddle, ctx.data_dir) as place:
+                outcome = stage.run(riddle, replace(ctx, place=place))
         except (HandlerRefused, InvalidData) as exc:
             return self.ledger.prepare(
                 claim,

@@ -7,6 +7,7 @@ trying again.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -19,6 +20,7 @@ from riddlectl.document.ids import sub_id
 from riddlectl.document.model import DataItem, Riddle, Solution
 from riddlectl.errors import HandlerFailed, HandlerRefused, HandlerTimeout, InvalidData
 from riddlectl.handlers.base import Job, NamedHandler
+from riddlectl.spool.contract import DataPlace
 from riddlectl.spool.extractions import ExtractionCache, envelope
 from riddlectl.spool.states import INBOX, Queue, route
 
@@ -51,9 +53,19 @@ class StageContext:
     timeout: float = 60.0
     max_trials: int = 3
     max_data_bytes: int = 10 * 1024 * 1024
+    place: DataPlace | None = None  # the riddle's data files, while one is handled
 
     def job(self, riddle: Riddle, stage: str, **extra: Any) -> Job:
-        return Job(riddle, stage, self.data_dir, self.spool_root, self.timeout, **extra)
+        where = self.data_dir if self.place is None else self.place.path
+        return Job(riddle, stage, where, self.spool_root, self.timeout, **extra)
+
+    def data_path(self) -> Path:
+        """The directory the riddle's data files are read from (made now, if need be)."""
+        return self.data_dir if self.place is None else self.place.path()
+
+    def digest(self, file_plain: str) -> str | None:
+        """The SHA-256 of a data file's content, when the spool keeps it."""
+        return None if self.place is None else self.place.digest(file_plain)
 
 
 def call(handler: NamedHandler, job: Job) -> dict[str, Any] | None:
@@ -145,7 +157,19 @@ def extract(riddle: Riddle, ctx: StageContext) -> Outcome:
 
 def _extract_item(riddle: Riddle, index: int, item: DataItem, ctx: StageContext) -> str:
     where, field_name = riddle.id or "riddle", f"data[{index}].file_plain"
-    path, info = datafiles.resolve_stat(ctx.data_dir, item.file_plain, where, field_name)
+    # A file whose content the spool keeps was read by these same rules at submit: its
+    # digest names the extraction, and the file is looked at only to make it.
+    digest = ctx.digest(item.file_plain)
+    at: tuple[str, os.stat_result] | None = None
+
+    def located() -> tuple[str, os.stat_result]:
+        nonlocal at
+        if at is None:
+            at = datafiles.resolve_stat(ctx.data_path(), item.file_plain, where, field_name)
+        return at
+
+    if digest is None:
+        located()
     handler = next((h for h in ctx.handlers if h.supports(item.type)), None)
     if handler is None:
         raise InvalidData(
@@ -156,16 +180,22 @@ def _extract_item(riddle: Riddle, index: int, item: DataItem, ctx: StageContext)
     def read() -> bytes:
         nonlocal content
         if content is None:
+            path = located()[0]
             content = datafiles.read(path, item.type, ctx.max_data_bytes, where, field_name)
         return content
 
     version = handler.identity(riddle)  # a changed extractor extracts again
-    key = ctx.store.file_key(info, handler.name, version)
-    if key is None:
-        key = ctx.store.key(read(), handler.name, version)
-        ctx.store.note_file_key(info, handler.name, version, key)
+    if digest is not None:
+        key = ctx.store.key_of_digest(digest, handler.name, version)
+    else:
+        info = located()[1]
+        noted = ctx.store.file_key(info, handler.name, version)
+        key = noted or ctx.store.key(read(), handler.name, version)
+        if noted is None:
+            ctx.store.note_file_key(info, handler.name, version, key)
 
     def make() -> dict[str, Any]:
+        path = located()[0]
         job = ctx.job(riddle, EXTRACT.name, item_index=index, item_path=Path(path))
         found = _answer(call(handler, job), handler)
         return envelope(item.file_plain, read(), handler.name, version, found)

@@ -49,6 +49,29 @@ class Claim:
     unbounded: bool = False
 
 
+class DataPlace:
+    """Where one stage reads a riddle's data files: a directory holding them by their
+    relative paths (`file_plain`), made at its first use (`path`), so that a stage whose
+    handlers never open a file pays nothing for it; and the SHA-256 of each file whose
+    content the spool keeps (`digest`), which names an extraction without reading it."""
+
+    def __init__(
+        self, directory: Path | Callable[[], Path], digests: dict[str, str] | None = None
+    ) -> None:
+        self._directory = directory
+        self._digests = digests or {}
+        self._lock = threading.Lock()
+
+    def path(self) -> Path:
+        with self._lock:
+            if not isinstance(self._directory, Path):
+                self._directory = self._directory()
+            return self._directory
+
+    def digest(self, file_plain: str) -> str | None:
+        return self._digests.get(file_plain)
+
+
 @dataclass(frozen=True)
 class Corrupt:
     """Input set aside because it could not be read as a riddle: its name, and why."""
@@ -259,12 +282,15 @@ class Spool(abc.ABC):
         (agent, host, pid) where there is one: what `copy` refuses to run beside."""
         return []
 
-    def data_files(self, riddle: Riddle, data_dir: Path) -> contextlib.AbstractContextManager[Path]:
-        """Around one stage's handling of `riddle`: the directory its data files are read
-        from, by the same relative paths (`file_plain`). A spool that keeps the files
-        itself gives a local copy, for the time of the handling; the others (the default)
-        give `data_dir`, where the files were at submit."""
-        return contextlib.nullcontext(data_dir)
+    def data_files(
+        self, riddle: Riddle, data_dir: Path
+    ) -> contextlib.AbstractContextManager[DataPlace]:
+        """Around one stage's handling of `riddle`: where its data files are read from,
+        by the same relative paths (`file_plain`). A spool that keeps the files itself
+        gives a local copy, made when first asked for and kept for the time of the
+        handling; the others (the default) give `data_dir`, where the files were at
+        submit."""
+        return contextlib.nullcontext(DataPlace(data_dir))
 
     def close(self) -> None:  # noqa: B027 - optional hook, no-op by default
         """Give back what this process keeps in reserve in the spool (spare files kept

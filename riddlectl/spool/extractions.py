@@ -37,7 +37,10 @@ class ExtractionCache(abc.ABC):
 
     def key(self, content: bytes, extractor: str, version: str) -> str:
         """`<sha256 of the content>.<12 hex digits of the extractor's name and version>`."""
-        digest = hashlib.sha256(content).hexdigest()
+        return self.key_of_digest(hashlib.sha256(content).hexdigest(), extractor, version)
+
+    def key_of_digest(self, digest: str, extractor: str, version: str) -> str:
+        """`key` of a content whose SHA-256 (hex) is `digest`."""
         who = hashlib.sha256(f"{extractor}\0{version}".encode()).hexdigest()[:12]
         return f"{digest}.{who}"
 

@@ -8,6 +8,7 @@ local copy. Real server, real processes; the statements are counted as psycopg r
 
 from __future__ import annotations
 
+import hashlib
 import signal
 import threading
 from collections.abc import Iterator
@@ -18,7 +19,9 @@ import psycopg
 import pytest
 
 from riddlectl.document.model import DataItem
+from riddlectl.errors import ClaimLost
 from riddlectl.spool import open_spool
+from riddlectl.spool.postgres import claims as sql
 from riddlectl.spool.postgres.pgspool import PgSpool
 from riddlectl.spool.states import Queue
 from tests import pg
@@ -171,6 +174,27 @@ def test_transitions_wait_for_the_disk_and_claims_do_not(pg_spool: PgSpool) -> N
     assert setting(durable=True) == row[0]
     assert setting(durable=False) == "off"
     assert pg_spool.db.single("SHOW synchronous_commit", {}) == [("off",)]
+    # A commit is one statement: what it sets lasts to the end of its transaction.
+    with pg_spool.db.transaction(durable=False) as conn:
+        empty: dict[str, Any] = {name: [] for name in ("ids", "tokens", "events", "arrived")}
+        empty.update({name: [] for name in sql.COMMIT_COLUMNS}, at=0.0, channel="none")
+        conn.execute(sql.COMMIT, empty)
+        assert conn.execute("SHOW synchronous_commit").fetchone() == row
+
+
+def test_a_commit_of_several_claims_one_of_them_lost_keeps_none(pg_spool: PgSpool) -> None:
+    pg_spool.add([riddle("a"), riddle("b"), riddle("c")])
+    claims = pg_spool.claim(Queue.INCOMING, limit=3)
+    pg_spool.release(claims[1])
+    claims[1].open = True  # as a claim reaped behind its holder's back
+    with (
+        pytest.raises(ClaimLost, match="the commit is refused") as refused,
+        pg_spool.events.committing([{"id": "a"}], lambda event: False),
+    ):
+        pg_spool.commit_many([(c, c.riddle, Queue.EXTRACTED) for c in claims])
+    assert refused.value.where == "b"
+    assert sorted(pg_spool.ids(Queue.INCOMING)) == ["a", "b", "c"]
+    assert list(pg_spool.events.read()) == []
 
 
 def test_riddles_mixing_the_same_files_share_their_contents_and_a_claim_lists_them(
@@ -186,7 +210,8 @@ def test_riddles_mixing_the_same_files_share_their_contents_and_a_claim_lists_th
     statements.clear()
     for riddle_id in ("r1", "r2"):
         claim = pg_spool.claim_id(riddle_id)
-        with pg_spool.data_files(claim.riddle, tmp_path / "elsewhere") as local:
+        with pg_spool.data_files(claim.riddle, tmp_path / "elsewhere") as place:
+            local = place.path()
             assert local != tmp_path / "elsewhere"  # the stored files, not the agent's own
             texts = {p.name: p.read_text() for p in local.iterdir()}
             seen[riddle_id] = local
@@ -222,3 +247,24 @@ def test_a_riddles_extractions_are_checked_in_one_query(
     assert len(about(statements, "extractions")) == 1  # loaded from what the check fetched
     cache.clear()
     assert cache.dropped_of([*made, None]) == [True, True, False]
+
+
+def test_a_local_copy_is_made_only_when_a_handler_asks_for_the_directory(
+    pg_spool: PgSpool, statements: list[str], tmp_path: Path
+) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "a1.txt").write_text("a = 1\n")
+    pg_spool.data_dir = data
+    pg_spool.add([_with_files("r1", "a1.txt")])
+    claim = pg_spool.claim_id("r1")
+    statements.clear()
+    with pg_spool.data_files(claim.riddle, tmp_path / "elsewhere") as place:
+        assert not about(statements, "blobs")  # solve's calculator never opens a file
+        digest = place.digest("a1.txt")
+        assert digest == hashlib.sha256(b"a = 1\n").hexdigest()
+        local = place.path()
+        assert (local / "a1.txt").read_text() == "a = 1\n"
+        assert place.path() == local
+    assert len(about(statements, "blobs")) == 1
+    pg_spool.release(claim)

@@ -67,8 +67,8 @@ def workload(spool: PgSpool, url: str, data_dir: Path) -> None:
     spool.handled(claims[0])
     spool.commit_many([(c, c.riddle, Queue.EXTRACTED) for c in claims[:2]])
     spool.release(claims[2])
-    with spool.data_files(spool.require("a")[1], data_dir):
-        pass
+    with spool.data_files(spool.require("a")[1], data_dir) as place:
+        place.path()
     key = spool.extractions.key(b"x", "text", "1")
     spool.extractions.get_or_make(key, lambda: {"extractor": "text"})
     spool.extractions.load(spool.extractions.reference(key))

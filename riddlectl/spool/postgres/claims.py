@@ -46,20 +46,20 @@ COMMIT_COLUMNS = (
     "retry_ats",
     "updateds",
 )
-# A commit: each claimed row takes its new document and queue, and its claim ends.
+# A commit: each claimed row takes its new document and queue, and its claim ends; the
+# commit's events are written and its queues' wake-ups sent, all in one statement and one
+# transaction (`commit_moves`, schema step 3), whose commit waits for the disk as the
+# server says. A claim found lost (its token changed) raises `CLAIM_LOST` with the ids in
+# its detail, and nothing of the commit is kept.
 COMMIT = """
-UPDATE riddles r SET
-    queue = m.queue, doc = m.doc, rev = m.rev, priority = m.priority,
-    created = m.created, retry_at = m.retry_at, updated = m.updated,
-    holder = NULL, token = NULL, begun = false, abandoned = 0, dead = NULL
-FROM unnest(
+SELECT commit_moves(
     %(ids)s::text[], %(tokens)s::bigint[], %(queues)s::text[], %(docs)s::bytea[],
     %(revs)s::int[], %(priorities)s::int[], %(createds)s::float8[],
-    %(retry_ats)s::float8[], %(updateds)s::float8[]
-) AS m(id, token, queue, doc, rev, priority, created, retry_at, updated)
-WHERE r.id = m.id AND r.token = m.token
-RETURNING r.id
+    %(retry_ats)s::float8[], %(updateds)s::float8[],
+    %(events)s::text[], %(at)s::float8, %(channel)s::text, %(arrived)s::text[]
+)
 """
+CLAIM_LOST = "RC001"  # the SQLSTATE `commit_moves` raises
 
 RELEASE = """
 UPDATE riddles SET holder = NULL, token = NULL, begun = false, abandoned = 0, dead = NULL

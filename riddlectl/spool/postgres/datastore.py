@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING
 from riddlectl.document import datafiles
 from riddlectl.errors import InvalidData
 from riddlectl.identity import scratch_dir
+from riddlectl.spool.contract import DataPlace
 from riddlectl.spool.postgres.db import Conn, Database
 
 if TYPE_CHECKING:
@@ -121,8 +122,9 @@ class LocalCopies:
         self._root: Path | None = None
 
     @contextlib.contextmanager
-    def local_copy(self, db: Database, riddle: Riddle, data_dir: Path) -> Iterator[Path]:
-        """A directory holding `riddle`'s stored data files at their paths; `data_dir`
+    def local_copy(self, db: Database, riddle: Riddle, data_dir: Path) -> Iterator[DataPlace]:
+        """Where `riddle`'s data files are read: a directory holding its stored data files
+        at their paths, made or taken when first asked for, with their digests; `data_dir`
         when some of them are not stored (see the module's docstring)."""
         wanted = {item.file_plain for item in riddle.data}
         files = self._noted(riddle.id or "")
@@ -133,15 +135,23 @@ class LocalCopies:
                 ).fetchall()
             files = dict(rows)
         if not wanted or not wanted <= set(files):
-            yield data_dir
+            yield DataPlace(data_dir)
             return
         key = hashlib.sha256(repr(sorted(files.items())).encode()).hexdigest()[:32]
-        view = self._take(key) or self._make(db, key, files)
+        used = False
+
+        def view() -> Path:
+            nonlocal used
+            found = self._take(key) or self._make(db, key, files)
+            used = True
+            return found
+
         try:
-            yield view
+            yield DataPlace(view, files)
         finally:
-            with self._mutex:
-                self._using[key] -= 1
+            if used:
+                with self._mutex:
+                    self._using[key] -= 1
 
     def note_files(self, riddle_id: str, files: dict[str, str]) -> None:
         """What a claim returned of the riddle's stored files, for its local copy."""

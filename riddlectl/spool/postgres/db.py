@@ -120,13 +120,15 @@ class Database:
 
     def single(self, query: str, params: dict[str, Any], hold: bool = False) -> list[Any]:
         """One statement, a transaction of its own whose commit does not wait for the disk
-        (as `transaction(durable=False)`), in one round trip; the rows it returns. With
-        `hold`, this process is a holder first, and the parameter `holder` is its key.
+        (as `transaction(durable=False)`) unless the statement says so (`commit_moves`
+        does), in one round trip; the rows it returns. With `hold`, this process is a
+        holder first, and the parameter `holder` is its key.
 
         For the steps of a claim, which may be sent twice: a connection found dead is
         made again once and the statement sent again. Should the first have been done
         after all, its claims are its dead connection's holder's, given back by the
-        reaper; marking or giving back a claim twice changes nothing more."""
+        reaper; marking or giving back a claim twice changes nothing more, and a commit
+        sent twice is refused the second time (its claim's token is gone)."""
         with self._mutex:
             for attempt in range(2):
                 try:

@@ -18,6 +18,8 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import psycopg
+
 from riddlectl.document import codec as documents
 from riddlectl.document.codec import Limits
 from riddlectl.document.ids import ID_RE
@@ -27,6 +29,7 @@ from riddlectl.spool.contract import (
     WAIT_NOTICE,
     Claim,
     Corrupt,
+    DataPlace,
     Finding,
     Spool,
     busy,
@@ -173,21 +176,24 @@ class PgSpool(Reading, Spool):
         self.refuse_oversize(
             (claim, r, to, len(row[2])) for (claim, r, to), row in zip(stamped, rows, strict=True)
         )
-        params: dict[str, list[Any]] = {
+        params: dict[str, Any] = {
             name: list(column)
             for name, column in zip(sql.COMMIT_COLUMNS, zip(*rows, strict=True), strict=True)
         }
         params["tokens"] = [claim.token for claim, _, _ in stamped]
-        with self.db.transaction() as conn:
-            done = {row[0] for row in conn.execute(sql.COMMIT, params).fetchall()}
-            lost = [r.id or "" for _, r, _ in stamped if r.id not in done]
-            if lost:
-                raise ClaimLost(
-                    "the claim was given back (its agent was taken for dead); "
-                    "the commit is refused",
-                    where=", ".join(lost),
-                )
-            self._finish(conn, [to for _, _, to in stamped])
+        params["events"] = [row.decode() for row in self._events.pending()]
+        params["at"] = time.time()
+        params["channel"] = self.url.channel
+        params["arrived"] = sorted({to.value for _, _, to in stamped})
+        try:
+            self.db.single(sql.COMMIT, params)
+        except psycopg.Error as exc:
+            if exc.sqlstate != sql.CLAIM_LOST:
+                raise
+            raise ClaimLost(
+                "the claim was given back (its agent was taken for dead); the commit is refused",
+                where=exc.diag.message_detail or "",
+            ) from None
         self._events.taken()
         for claim, _, _ in stamped:
             claim.open = False
@@ -341,9 +347,11 @@ class PgSpool(Reading, Spool):
                 finding.fixed = finding.subject in freed
         return findings
 
-    def data_files(self, riddle: Riddle, data_dir: Path) -> contextlib.AbstractContextManager[Path]:
+    def data_files(
+        self, riddle: Riddle, data_dir: Path
+    ) -> contextlib.AbstractContextManager[DataPlace]:
         if not riddle.data:
-            return contextlib.nullcontext(data_dir)
+            return contextlib.nullcontext(DataPlace(data_dir))
         return self._copies.local_copy(self.db, riddle, data_dir)
 
     def close(self) -> None:

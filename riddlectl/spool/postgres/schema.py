@@ -88,6 +88,44 @@ MIGRATIONS: list[str] = [
     );
     CREATE INDEX riddle_data_sha256 ON riddle_data (sha256);
     """,
+    # 3: a commit in one statement (see `claims.COMMIT`).
+    """
+    CREATE FUNCTION commit_moves(
+        ids text[], tokens bigint[], queues text[], docs bytea[], revs int[],
+        priorities int[], createds float8[], retry_ats float8[], updateds float8[],
+        events text[], at float8, channel text, arrived text[]
+    ) RETURNS void LANGUAGE plpgsql AS $$
+    DECLARE
+        lost text;
+    BEGIN
+        -- This transaction's commit waits for the disk as the server, database or role
+        -- says (the session's own setting is off); it lasts past the function's end.
+        SET LOCAL synchronous_commit TO DEFAULT;
+        WITH moved AS (
+            UPDATE riddles r SET
+                queue = m.queue, doc = m.doc, rev = m.rev, priority = m.priority,
+                created = m.created, retry_at = m.retry_at, updated = m.updated,
+                holder = NULL, token = NULL, begun = false, abandoned = 0, dead = NULL
+            FROM unnest(ids, tokens, queues, docs, revs, priorities, createds, retry_ats,
+                        updateds)
+                AS m(id, token, queue, doc, rev, priority, created, retry_at, updated)
+            WHERE r.id = m.id AND r.token = m.token
+            RETURNING r.id
+        )
+        SELECT string_agg(w.id, ', ' ORDER BY w.n) INTO lost
+        FROM unnest(ids) WITH ORDINALITY AS w(id, n)
+        WHERE w.id NOT IN (SELECT id FROM moved);
+        IF lost IS NOT NULL THEN
+            RAISE EXCEPTION 'claim lost' USING ERRCODE = 'RC001', DETAIL = lost;
+        END IF;
+        INSERT INTO events (at, body)
+        SELECT commit_moves.at, e.body FROM unnest(events) WITH ORDINALITY AS e(body, n)
+        ORDER BY e.n;
+        PERFORM pg_notify(channel, q.queue) FROM unnest(arrived) WITH ORDINALITY AS q(queue, n)
+        ORDER BY q.n;
+    END
+    $$;
+    """,
 ]
 LATEST = len(MIGRATIONS)
 
