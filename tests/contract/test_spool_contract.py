@@ -22,8 +22,9 @@ def test_add_routes_to_first_required_step(spool: Spool) -> None:
 
 def test_add_refuses_duplicates_and_stores_none(spool: Spool) -> None:
     spool.add([riddle("a")])
-    with pytest.raises(DuplicateId):
+    with pytest.raises(DuplicateId) as refused:
         spool.add([riddle("new"), riddle("a")])
+    assert refused.value.where == "a"  # the id taken, for the one error line
     assert spool.find("new") is None
 
 

@@ -60,29 +60,24 @@ def gather(riddles: Iterable[Riddle], data_dir: Path, max_bytes: int) -> list[Ke
     return kept
 
 
-def store(conn: Conn, kept: list[Kept]) -> None:
-    """Store the contents not stored yet, and which riddle names which, in `conn`'s
-    transaction."""
-    if not kept:
-        return
+def unstored(conn: Conn, kept: list[Kept]) -> dict[str, bytes]:
+    """The contents of `kept` not stored yet, by SHA-256 (those stored are not sent again)."""
     contents = {sha: content for _, _, sha, content in kept}
+    if not contents:
+        return {}
     have = conn.execute(
         "SELECT sha256 FROM blobs WHERE sha256 = ANY(%s)", (list(contents),)
     ).fetchall()
-    new = [sha for sha in contents if sha not in {row[0] for row in have}]
-    if new:
-        conn.execute(
-            "INSERT INTO blobs (sha256, content) SELECT * FROM unnest(%s::text[], %s::bytea[]) "
-            "ON CONFLICT (sha256) DO NOTHING",
-            (new, [contents[sha] for sha in new]),
-        )
+    for (sha,) in have:
+        contents.pop(sha, None)
+    return contents
+
+
+def named(kept: list[Kept]) -> tuple[list[str], list[str], list[str]]:
+    """Which riddle names which content at which path: riddle ids, paths, SHA-256s (a
+    riddle naming one path twice, once)."""
     rows = {(riddle_id, path): sha for riddle_id, path, sha, _ in kept}
-    conn.execute(
-        "INSERT INTO riddle_data (riddle_id, path, sha256) "
-        "SELECT * FROM unnest(%s::text[], %s::text[], %s::text[]) "
-        "ON CONFLICT (riddle_id, path) DO UPDATE SET sha256 = excluded.sha256",
-        ([r for r, _ in rows], [p for _, p in rows], list(rows.values())),
-    )
+    return [r for r, _ in rows], [p for _, p in rows], list(rows.values())
 
 
 def forget(conn: Conn, riddle_id: str) -> None:

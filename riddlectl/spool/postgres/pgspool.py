@@ -11,6 +11,7 @@ every `REAP_EVERY` s in a thread of its own (`_reap_now_and_then`), off the clai
 from __future__ import annotations
 
 import contextlib
+import re
 import threading
 import time
 import weakref
@@ -56,7 +57,33 @@ if TYPE_CHECKING:
 
 REAP_EVERY = 1.0  # seconds between looks for claims of dead holders, per spool object
 CLAIM_ID_POLL = 0.05  # seconds between tries of `claim_id` while the riddle is held
-COLUMNS = "id, queue, doc, abandoned, dead, token, priority, created"
+
+# New riddles (`add`, `restore`): their rows, their data files' contents not stored yet
+# and which riddle names which, their events and their queues' wake-ups, in one statement.
+ADD_COLUMNS = ("ids", "queues", "docs", "revs", "priorities", "createds", "retry_ats", "updateds")
+ADD = """
+WITH added AS (
+    INSERT INTO riddles (id, queue, doc, rev, priority, created, retry_at, updated)
+    SELECT * FROM unnest(%(ids)s::text[], %(queues)s::text[], %(docs)s::bytea[],
+        %(revs)s::int[], %(priorities)s::int[], %(createds)s::float8[],
+        %(retry_ats)s::float8[], %(updateds)s::float8[])
+), contents AS (
+    INSERT INTO blobs (sha256, content)
+    SELECT * FROM unnest(%(blob_shas)s::text[], %(blob_contents)s::bytea[])
+    ON CONFLICT (sha256) DO NOTHING
+), named AS (
+    INSERT INTO riddle_data (riddle_id, path, sha256)
+    SELECT * FROM unnest(%(data_ids)s::text[], %(data_paths)s::text[], %(data_shas)s::text[])
+    ON CONFLICT (riddle_id, path) DO UPDATE SET sha256 = excluded.sha256
+), logged AS (
+    INSERT INTO events (at, body)
+    SELECT %(at)s, e.body FROM unnest(%(events)s::text[]) WITH ORDINALITY AS e(body, n)
+    ORDER BY e.n
+)
+SELECT pg_notify(%(channel)s, q.queue)
+FROM unnest(%(arrived)s::text[]) WITH ORDINALITY AS q(queue, n)
+ORDER BY q.n
+"""
 
 
 class PgSpool(Reading, Spool):
@@ -108,41 +135,45 @@ class PgSpool(Reading, Spool):
         repeated = next((i for n, i in enumerate(ids) if i in ids[:n]), None)
         if repeated is not None:
             raise DuplicateId("id already in the spool", where=repeated, field="id")
-        placed = [(queue or route(riddle), stamp(riddle)) for riddle in riddles]
-        kept = (
-            []
-            if self.data_dir is None
-            else data.gather(riddles, self.data_dir, self.max_data_bytes)
-        )
-        with self.db.transaction() as conn:
-            taken = conn.execute(
-                "SELECT id FROM riddles WHERE id = ANY(%s) ORDER BY id LIMIT 1", (ids,)
-            ).fetchone()
-            if taken is not None:
-                raise DuplicateId("id already in the spool", where=taken[0], field="id")
-            self.insert(conn, placed)
-            data.store(conn, kept)
-            self._finish(conn, {to for to, _ in placed})
+        self._store([(queue or route(riddle), stamp(riddle)) for riddle in riddles])
         self._events.taken()
 
     def restore(self, riddles: Sequence[Riddle], queue: Queue) -> None:
-        riddles = list(riddles)
+        ids = [riddle.id or "" for riddle in riddles]
+        if len(set(ids)) < len(ids):
+            raise DuplicateId("id already in the spool", where="copy", field="id")
+        self._store([(queue, riddle) for riddle in riddles])
+
+    def _store(self, placed: Sequence[tuple[Queue, Riddle]]) -> None:
+        """New riddles as they are, with their data files, this thread's pending events
+        and their queues' wake-ups: one transaction, one statement besides the look for
+        contents stored already (`data.unstored`). An id taken raises `DuplicateId`."""
+        riddles = [riddle for _, riddle in placed]
         kept = (
             []
             if self.data_dir is None
             else data.gather(riddles, self.data_dir, self.max_data_bytes)
         )
+        rows = [_row(to, riddle) for to, riddle in placed]
+        params: dict[str, Any] = dict(
+            zip(ADD_COLUMNS, [list(c) for c in zip(*rows, strict=True)] or [[]] * 8, strict=True)
+        )
+        params.update(
+            events=[row.decode() for row in self._events.pending()],
+            at=time.time(),
+            channel=self.url.channel,
+            arrived=sorted({to.value for to, _ in placed}),
+        )
+        params.update(zip(("data_ids", "data_paths", "data_shas"), data.named(kept), strict=True))
         with self.db.transaction() as conn:
-            ids = [riddle.id or "" for riddle in riddles]
-            taken = conn.execute(
-                "SELECT id FROM riddles WHERE id = ANY(%s) ORDER BY id LIMIT 1", (ids,)
-            ).fetchone()
-            if taken is not None or len(set(ids)) < len(ids):
-                where = taken[0] if taken else "copy"
-                raise DuplicateId("id already in the spool", where=where, field="id")
-            self.insert(conn, [(queue, riddle) for riddle in riddles])
-            data.store(conn, kept)
-            self._finish(conn, [queue])
+            new = data.unstored(conn, kept)
+            params.update(blob_shas=list(new), blob_contents=list(new.values()))
+            try:
+                conn.execute(ADD, params)
+            except psycopg.errors.UniqueViolation as exc:
+                found = re.search(r"\(id\)=\((.*)\)", exc.diag.message_detail or "")
+                where = found.group(1) if found else "id"
+                raise DuplicateId("id already in the spool", where=where, field="id") from None
 
     def holders(self) -> list[dict[str, Any]]:
         with self.db.session() as conn:
