@@ -19,6 +19,7 @@ import pytest
 from riddlectl.errors import ClaimLost, SpoolUnusable
 from riddlectl.identity import Actor
 from riddlectl.spool import open_spool
+from riddlectl.spool.postgres.extractions import _lock_key as _extraction_lock
 from riddlectl.spool.postgres.pgspool import PgSpool
 from riddlectl.spool.postgres.schema import LATEST
 from riddlectl.spool.states import Queue
@@ -180,6 +181,40 @@ def test_wake_ups_survive_a_dropped_listening_connection(pg_spool: PgSpool) -> N
         assert wake.wait(5), "woken by an arrival after the reconnect"
     finally:
         watching.stop()
+
+
+def test_extractions_are_made_after_the_server_ended_the_kept_connection(
+    pg_spool: PgSpool,
+) -> None:
+    cache = pg_spool.extractions
+    first = cache.get_or_make(cache.key(b"x = 1", "text", "1"), lambda: {"extractor": "text"})
+    assert terminate(pg_spool) >= 1  # a server restart: the maker connection kept is gone
+    pg_spool.add([riddle("a")])  # as an agent's next claim, this makes the work connection again
+    second = cache.get_or_make(cache.key(b"x = 2", "text", "1"), lambda: {"extractor": "text"})
+    assert cache.load(first) == cache.load(second) == {"extractor": "text"}
+
+
+@pytest.mark.parametrize("outcome", ["made", "extractor failed"])
+def test_a_key_made_here_is_free_for_other_hosts_at_once(pg_spool: PgSpool, outcome: str) -> None:
+    cache = pg_spool.extractions
+    key = cache.key(outcome.encode(), "text", "1")
+
+    def make() -> dict[str, str]:
+        if outcome == "extractor failed":
+            raise ValueError("unreadable")
+        return {"extractor": "text"}
+
+    try:
+        cache.get_or_make(key, make)
+    except ValueError:
+        assert outcome == "extractor failed"
+    # The connection that made it is kept for the next making, so it must not keep the
+    # key's lock: another host's agent takes it without waiting.
+    with psycopg.connect(pg.require(), autocommit=True) as other:
+        lock = _extraction_lock(key)
+        (free,) = other.execute("SELECT pg_try_advisory_lock(%s)", (lock,)).fetchone() or (None,)
+        assert free is True
+        other.execute("SELECT pg_advisory_unlock(%s)", (lock,))
 
 
 def test_events_are_written_with_their_commit(pg_spool: PgSpool) -> None:

@@ -4,7 +4,9 @@ References are the same `cache/extractions/<key>.json` strings as on the filesys
 spool, so documents move between spools unchanged. Making one extraction is serialised
 across hosts by an advisory lock of its key, taken on a connection of its own (the
 extractor may run for a while; the spool's shared connection goes on meanwhile), and
-within this process by a lock per key.
+within this process by a lock per key. Those connections are kept for the next making
+(`MAKERS_KEPT`), since opening one costs more than most extractions: one that fails is
+closed, which also ends its lock.
 
 A stage asks first whether a riddle's extractions were dropped, then loads them: the
 body fetched by the first question is kept for the load that follows (`_fetched`), so
@@ -28,6 +30,7 @@ from riddlectl.spool.postgres.db import Database
 
 MAKING_WAIT = "120s"  # how long to wait for another agent making the same extraction
 FETCHED_KEPT = 64  # bodies kept for the load that follows `dropped`
+MAKERS_KEPT = 1  # idle connections kept for making extractions (see docs: connections per agent)
 
 
 class PgExtractionCache(ExtractionCache):
@@ -37,6 +40,7 @@ class PgExtractionCache(ExtractionCache):
         self._mutex = threading.Lock()
         self._making: dict[str, threading.Lock] = {}
         self._fetched: OrderedDict[str, bytes] = OrderedDict()  # by `dropped`, for `load`
+        self._makers: list[psycopg.Connection[tuple[Any, ...]]] = []  # idle, for `_make`
 
     def get_or_make(self, key: str, make: Callable[[], dict[str, Any]]) -> str:
         reference = self.reference(key)
@@ -50,12 +54,8 @@ class PgExtractionCache(ExtractionCache):
         return reference
 
     def _make(self, key: str, make: Callable[[], dict[str, Any]]) -> None:
-        with self.db.connect() as conn:
-            conn.execute(f"SET lock_timeout = '{MAKING_WAIT}'")
-            try:
-                conn.execute("SELECT pg_advisory_lock(%s)", (_lock_key(key),))
-            except psycopg.errors.LockNotAvailable:
-                raise TimeoutError(f"extraction {key}: another agent is still making it") from None
+        conn = self._lock(key)
+        try:
             found = conn.execute("SELECT 1 FROM extractions WHERE key = %s", (key,)).fetchone()
             if found is None:
                 made = make()
@@ -66,7 +66,45 @@ class PgExtractionCache(ExtractionCache):
                     "body = excluded.body",
                     (key, extractor, orjson.dumps(made)),
                 )
-            # The lock ends with the connection, as the `with` closes it.
+            conn.execute("SELECT pg_advisory_unlock(%s)", (_lock_key(key),))
+        except BaseException:
+            conn.close()  # which ends the lock, whatever state the session is in
+            raise
+        self._give_back(conn)
+
+    def _lock(self, key: str) -> psycopg.Connection[tuple[Any, ...]]:
+        """A maker connection holding `key`'s advisory lock: a kept one, or a new one
+        when none is kept or the kept one is broken (the server restarted meanwhile)."""
+        while True:
+            with self._mutex:
+                kept = self._makers.pop() if self._makers else None
+            conn = kept or self.db.connect()
+            try:
+                if kept is None:
+                    conn.execute(f"SET lock_timeout = '{MAKING_WAIT}'")
+                conn.execute("SELECT pg_advisory_lock(%s)", (_lock_key(key),))
+                return conn
+            except psycopg.errors.LockNotAvailable:
+                conn.close()
+                raise TimeoutError(f"extraction {key}: another agent is still making it") from None
+            except psycopg.OperationalError as exc:
+                conn.close()
+                if kept is None:
+                    raise self.db.unreachable(exc) from None
+
+    def _give_back(self, conn: psycopg.Connection[tuple[Any, ...]]) -> None:
+        with self._mutex:
+            if len(self._makers) < MAKERS_KEPT:
+                self._makers.append(conn)
+                return
+        conn.close()
+
+    def disconnect(self) -> None:
+        """Close the connections kept for making extractions."""
+        with self._mutex:
+            makers, self._makers = self._makers, []
+        for conn in makers:
+            conn.close()
 
     def _has(self, key: str) -> bool:
         with self.db.session() as conn:

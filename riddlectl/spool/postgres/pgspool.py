@@ -391,6 +391,7 @@ class PgSpool(Reading, Spool):
     def disconnect(self) -> None:
         """Close the connection (claims still held are given back by the reaper)."""
         self._stopping.set()
+        self._extractions.disconnect()
         self.db.close()
 
 
