@@ -37,10 +37,11 @@ def opened(url: str) -> PgSpool:
 
 def terminate(spool: PgSpool, application: str = "") -> int:
     """End the server side of `spool`'s connections whose application name starts so
-    (all of this spool's schema by default), as a server restart or a cut link would."""
+    (all of this spool's schema by default), as a server restart or a cut link would;
+    back once they are gone (their last words sent)."""
     with psycopg.connect(pg.require(), autocommit=True) as conn:
         rows = conn.execute(
-            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity "
             "WHERE application_name LIKE %s AND pid <> pg_backend_pid() "
             "AND query NOT LIKE '%%pg_terminate_backend%%' AND backend_type = 'client backend' "
             "AND pid IN (SELECT pid FROM pg_stat_activity WHERE application_name LIKE %s)",
@@ -183,13 +184,19 @@ def test_wake_ups_survive_a_dropped_listening_connection(pg_spool: PgSpool) -> N
         watching.stop()
 
 
+def test_a_read_after_the_server_ended_the_connection_is_answered(pg_spool: PgSpool) -> None:
+    pg_spool.add([riddle("a")])
+    assert terminate(pg_spool) >= 1  # as a server restart does, while the agent is idle
+    assert pg_spool.find("a")[0] is Queue.INCOMING  # not "cannot use the database"
+    assert pg_spool.ids(Queue.INCOMING) == ["a"]
+
+
 def test_extractions_are_made_after_the_server_ended_the_kept_connection(
     pg_spool: PgSpool,
 ) -> None:
     cache = pg_spool.extractions
     first = cache.get_or_make(cache.key(b"x = 1", "text", "1"), lambda: {"extractor": "text"})
     assert terminate(pg_spool) >= 1  # a server restart: the maker connection kept is gone
-    pg_spool.add([riddle("a")])  # as an agent's next claim, this makes the work connection again
     second = cache.get_or_make(cache.key(b"x = 2", "text", "1"), lambda: {"extractor": "text"})
     assert cache.load(first) == cache.load(second) == {"extractor": "text"}
 

@@ -6,7 +6,9 @@ transaction takes the `synchronous_commit` the server, database or role configur
 (`SET LOCAL … TO DEFAULT`); what a server crash may lose safely is sent as one statement
 of its own (`single`), with no BEGIN and COMMIT round trips.
 A connection that fails is dropped and made again on next use; what failed raises
-`SpoolUnusable` (the agent loop waits and tries again), never a traceback.
+`SpoolUnusable` (the agent loop waits and tries again), never a traceback. One the server
+ended while it sat idle (a restart, an administrator) is noticed before it is used, by
+reading what has arrived on it, and made again at once.
 
 The holder: a process that claims riddles first takes a session advisory lock on a
 random 63-bit key and records itself in `holders` under that key. Its claims carry the
@@ -25,6 +27,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import psycopg
+from psycopg import pq
 from psycopg.types.json import Jsonb
 
 from riddlectl.errors import SpoolUnusable
@@ -159,7 +162,7 @@ class Database:
 
     def _connection(self) -> Conn:
         conn = self._conn
-        if conn is None or conn.closed or conn.broken:
+        if conn is None or conn.closed or conn.broken or not _still_open(conn):
             self._drop()
             conn = self.connect()
             try:  # commits wait for the disk only in a durable transaction
@@ -201,3 +204,18 @@ class Database:
                         {"key": self.holder},
                     )
             self._drop()
+
+
+def _still_open(conn: Conn) -> bool:
+    """False when the server has ended `conn` since its last statement. libpq learns so
+    only by reading: read what has arrived, without waiting (a few microseconds), parse
+    it (the server's last words, an error, come while the connection is idle), and read
+    on to the end of the stream if it is there."""
+    pgconn = conn.pgconn
+    try:
+        pgconn.consume_input()
+        pgconn.is_busy()
+        pgconn.consume_input()
+    except psycopg.OperationalError:
+        return False
+    return pgconn.status == pq.ConnStatus.OK
