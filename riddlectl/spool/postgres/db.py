@@ -162,7 +162,7 @@ class Database:
 
     def _connection(self) -> Conn:
         conn = self._conn
-        if conn is None or conn.closed or conn.broken or not _still_open(conn):
+        if conn is None or conn.closed or conn.broken or not still_open(conn):
             self._drop()
             conn = self.connect()
             try:  # commits wait for the disk only in a durable transaction
@@ -206,7 +206,7 @@ class Database:
             self._drop()
 
 
-def _still_open(conn: Conn) -> bool:
+def still_open(conn: Conn) -> bool:
     """False when the server has ended `conn` since its last statement. libpq learns so
     only by reading: read what has arrived, without waiting (a few microseconds), parse
     it (the server's last words, an error, come while the connection is idle), and read

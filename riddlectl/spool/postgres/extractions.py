@@ -26,7 +26,7 @@ import orjson
 import psycopg
 
 from riddlectl.spool.extractions import OWN_PATH, ExtractionCache, object_of
-from riddlectl.spool.postgres.db import Database
+from riddlectl.spool.postgres.db import Database, still_open
 
 MAKING_WAIT = "120s"  # how long to wait for another agent making the same extraction
 FETCHED_KEPT = 64  # bodies kept for the load that follows `dropped`
@@ -73,24 +73,26 @@ class PgExtractionCache(ExtractionCache):
         self._give_back(conn)
 
     def _lock(self, key: str) -> psycopg.Connection[tuple[Any, ...]]:
-        """A maker connection holding `key`'s advisory lock: a kept one, or a new one
-        when none is kept or the kept one is broken (the server restarted meanwhile)."""
-        while True:
-            with self._mutex:
-                kept = self._makers.pop() if self._makers else None
-            conn = kept or self.db.connect()
-            try:
-                if kept is None:
-                    conn.execute(f"SET lock_timeout = '{MAKING_WAIT}'")
-                conn.execute("SELECT pg_advisory_lock(%s)", (_lock_key(key),))
-                return conn
-            except psycopg.errors.LockNotAvailable:
-                conn.close()
-                raise TimeoutError(f"extraction {key}: another agent is still making it") from None
-            except psycopg.OperationalError as exc:
-                conn.close()
-                if kept is None:
-                    raise self.db.unreachable(exc) from None
+        """A maker connection holding `key`'s advisory lock: the one kept, unless the
+        server ended it meanwhile (a restart), else a new one."""
+        with self._mutex:
+            conn = self._makers.pop() if self._makers else None
+        if conn is not None and not still_open(conn):
+            conn.close()
+            conn = None
+        fresh = conn is None
+        conn = conn or self.db.connect()
+        try:
+            if fresh:
+                conn.execute(f"SET lock_timeout = '{MAKING_WAIT}'")
+            conn.execute("SELECT pg_advisory_lock(%s)", (_lock_key(key),))
+        except psycopg.errors.LockNotAvailable:
+            conn.close()
+            raise TimeoutError(f"extraction {key}: another agent is still making it") from None
+        except psycopg.OperationalError as exc:
+            conn.close()
+            raise self.db.unreachable(exc) from None
+        return conn
 
     def _give_back(self, conn: psycopg.Connection[tuple[Any, ...]]) -> None:
         with self._mutex:
