@@ -6,9 +6,12 @@ thing run the same code.
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from riddlectl import settings as settings_mod
 from riddlectl import spool as spools
 from riddlectl.document.events import Event
 from riddlectl.identity import Actor
@@ -25,7 +28,20 @@ if TYPE_CHECKING:
     from riddlectl.pipeline.ledger import Pipeline
     from riddlectl.pipeline.stages import StageContext
 
-__all__ = ["open_spool", "pipeline", "spool_error", "stage_context"]
+__all__ = ["open_spool", "pipeline", "resolve_settings", "spool_error", "stage_context"]
+
+
+def resolve_settings(
+    flags: Mapping[str, Any] | None = None, env: Mapping[str, str] | None = None
+) -> Settings:
+    """Settings for these flags, reading the config file of the spool they name (a
+    directory spool's `config.toml`) unless `--config`/`RIDDLECTL_CONFIG` names one."""
+    flags = {k: v for k, v in (flags or {}).items() if v is not None}
+    env = os.environ if env is None else env
+    own = None
+    if settings_mod.chosen_config(flags, env) is None:
+        own = spools.settings_file(settings_mod.spool_location(flags, env))
+    return settings_mod.resolve(flags, env, config_file=own)
 
 
 def open_spool(
@@ -94,7 +110,8 @@ def stage_context(settings: Settings, stage: str, spool: Spool) -> StageContext:
     handlers = load_stage(stage, specs, settings)
     return StageContext(
         data_dir=Path(settings.data_dir),
-        spool_root=Path(settings.spool),
+        spool_root=spool.local_root,
+        spool_name=spool.name,
         store=spool.extractions,
         handlers=handlers,
         timeout=settings.timeout,

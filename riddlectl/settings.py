@@ -1,7 +1,11 @@
-"""One settings object, resolved once: defaults < spool/config.toml < environment < flags.
+"""One settings object, resolved once: defaults < config file < environment < flags.
 
-Nothing here runs at import; `resolve` is called by the CLI (or a test) with the flags it
-was given. Relative paths are relative to the current directory, like every Unix tool.
+The config file is the one `--config`/`RIDDLECTL_CONFIG` names, else the one that belongs
+to the spool (a directory spool's `config.toml`): the spool package says which
+(`riddlectl.runtime.resolve_settings` puts the two together). Nothing here runs at
+import; `resolve` is called with the flags given. Relative paths are relative to the
+current directory, like every Unix tool. The spool is a location string that only the
+spool package interprets.
 """
 
 from __future__ import annotations
@@ -46,6 +50,9 @@ ENV_VARS = {
     "max_sub_depth": "RIDDLECTL_MAX_SUB_DEPTH",
 }
 
+# The config file that replaces the spool's own (any kind of spool).
+CONFIG_VAR = "RIDDLECTL_CONFIG"
+
 # The key of `openai:` handlers is read from the environment when a call is made, and
 # nowhere else: it is no setting, so no config file, document or log can hold it.
 OPENAI_KEY_VAR = "OPENAI_API_KEY"
@@ -53,7 +60,7 @@ OPENAI_KEY_VAR = "OPENAI_API_KEY"
 
 @dataclass(frozen=True)
 class Settings:
-    spool: Path = Path("spool")
+    spool: str = "spool"  # a location: a directory, or a URL (see riddlectl.spool.schemes)
     data_dir: Path = Path("data/share")
     max_trials: int = 3
     timeout: float = 60.0
@@ -179,24 +186,43 @@ def _headers_table(value: Any, source: str) -> dict[str, str]:
     return dict(value)
 
 
-def spool_path(flags: Mapping[str, Any], env: Mapping[str, str] | None = None) -> Path:
+def spool_location(flags: Mapping[str, Any], env: Mapping[str, str] | None = None) -> str:
     """The spool these flags (and the environment) name: flag > environment > default."""
     env = os.environ if env is None else env
-    return Path(flags.get("spool") or env.get(ENV_VARS["spool"]) or Settings.spool)
+    return os.fspath(flags.get("spool") or env.get(ENV_VARS["spool"]) or Settings.spool)
+
+
+def chosen_config(flags: Mapping[str, Any], env: Mapping[str, str] | None = None) -> Path | None:
+    """The config file named by `--config` or `RIDDLECTL_CONFIG`, if any."""
+    env = os.environ if env is None else env
+    named = flags.get("config") or env.get(CONFIG_VAR)
+    return Path(named) if named else None
 
 
 def resolve(
-    flags: Mapping[str, Any] | None = None, env: Mapping[str, str] | None = None
+    flags: Mapping[str, Any] | None = None,
+    env: Mapping[str, str] | None = None,
+    config_file: Path | None = None,
 ) -> Settings:
-    """Settings for this invocation. `flags` holds only the options given (None = unset)."""
+    """Settings for this invocation. `flags` holds only the options given (None = unset);
+    `config_file` is read when given (a missing file is no error unless it was named by
+    `--config`/`RIDDLECTL_CONFIG`)."""
     flags = {k: v for k, v in (flags or {}).items() if v is not None}
     env = os.environ if env is None else env
-    spool = spool_path(flags, env)
-    values: dict[str, Any] = {"spool": spool, **_from_config(spool / "config.toml")}
+    named = chosen_config(flags, env)
+    values: dict[str, Any] = {"spool": spool_location(flags, env)}
+    if named is not None:
+        if not named.is_file():
+            raise ConfigError("no such config file", where=str(named))
+        values.update(_from_config(named))
+    elif config_file is not None:
+        values.update(_from_config(config_file))
     for name, var in ENV_VARS.items():
         if name != "spool" and env.get(var):
             values[name] = _convert(name, env[var], var)
     for name, value in flags.items():
+        if name in ("spool", "config"):
+            continue
         if name == "handlers":
             values["handlers"] = {**values.get("handlers", DEFAULT_HANDLERS), **value}
         else:

@@ -60,7 +60,6 @@ The outcome (`run_bench`; `riddlectl bench --json` prints it) has these fields:
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import statistics
 import subprocess
@@ -89,7 +88,7 @@ from riddlectl.identity import Actor
 from riddlectl.ops import report
 from riddlectl.ops import submit as submitting
 from riddlectl.settings import ENV_VARS, resolve
-from riddlectl.spool import is_url, remove_spool
+from riddlectl.spool import remove_spool, scratch_spool, server_url
 from riddlectl.spool.contract import Spool
 from riddlectl.spool.states import Queue
 
@@ -116,9 +115,10 @@ class BenchOptions:
     stall_timeout: float = 30.0  # seconds without any riddle finishing
     latency_cap: float = 15.0  # seconds for the whole latency phase (then `capped`)
     peers: tuple[str, ...] = ()  # other queues run after riddlectl (bench.peers)
-    # A PostgreSQL server's URL to run on instead of a temporary directory: the run uses
-    # a schema of its own there (`riddlectl_bench_PID`), dropped at the end.
-    spool: str | None = None
+    # The kind of spool to run on, given as a location (the global `--spool`): the run
+    # makes a new one of that kind (`scratch_spool`: a temporary directory, or a schema
+    # `riddlectl_bench_PID` on the same PostgreSQL server) and drops it at the end.
+    spool: str = "spool"
 
 
 class Stalled(Exception):
@@ -134,9 +134,7 @@ class Bench:
     def __init__(self, root: Path, options: BenchOptions) -> None:
         self.options = options
         self.data = root / "data"
-        self.spool: Path | str = root / "spool"
-        if options.spool:
-            self.spool = bench_schema(options.spool)
+        self.spool = scratch_spool(options.spool, "bench")
         env = {ENV_VARS["fsync"]: "1" if options.fsync else "0"}
         self.settings = resolve({"spool": self.spool, "data_dir": self.data}, env=env)
         self.pipeline = runtime.pipeline(
@@ -179,17 +177,6 @@ class Bench:
         for riddle in self.pipeline.spool.iter_queue(Queue.DONE):
             return documents.dumps(riddle)
         return self.payload()
-
-
-def without_schema(url: str) -> str:
-    """`url` without riddlectl's own `schema` parameter: as libpq takes it."""
-    return re.sub(r"([?&])schema=[^&]*&?", r"\1", url).rstrip("?&")
-
-
-def bench_schema(url: str) -> str:
-    """`url` with the bench run's own schema in place of any it names."""
-    base = without_schema(url)
-    return f"{base}{'&' if '?' in base else '?'}schema=riddlectl_bench_{os.getpid()}"
 
 
 def _make_data(directory: Path, files: int) -> None:
@@ -330,7 +317,7 @@ def latency_phase(bench: Bench, agents: Agents, out: dict[str, Any]) -> None:
     options, samples, failed = bench.options, [], 0
     # On a database, looking every 0.5 ms would be 4,000 queries a second on the server the
     # agents use: there the wait is woken by the spool's own wake-up, as an agent's is.
-    arrived = threading.Event() if is_url(bench.spool) else None
+    arrived = threading.Event() if bench.pipeline.spool.local_root is None else None
     watch = None if arrived is None else bench.pipeline.spool.watch(FINAL_QUEUES, arrived)
     started = time.perf_counter()
     try:
@@ -463,8 +450,7 @@ def run_bench(options: BenchOptions) -> dict[str, Any]:
         try:
             pipeline_phases(bench, root, out)
         finally:
-            if options.spool:
-                remove_spool(str(bench.spool))
+            remove_spool(bench.spool)
         # The reference runs second: it creates and deletes tens of thousands of files,
         # and ext4 then scans past every recently deleted inode on each file it creates
         # (`recently_deleted` in ialloc.c), which would slow the pipeline's submits.
@@ -483,8 +469,9 @@ def run_bench(options: BenchOptions) -> dict[str, Any]:
                 root / "status", template, options.status_riddles, bench.data
             )
     if options.peers:
-        if options.spool:  # the peers on PostgreSQL use the same server
-            os.environ.setdefault("RIDDLECTL_BENCH_PG", without_schema(options.spool))
+        server = server_url(options.spool)
+        if server is not None:  # the peers on PostgreSQL use the same server
+            os.environ.setdefault("RIDDLECTL_BENCH_PG", server)
         out["peers"] = peers_phase(options)
     out["ratios"], out["targets"] = judge(out, options)
     return out

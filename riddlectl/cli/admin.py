@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -193,13 +192,13 @@ def copy_spool(
     from dataclasses import replace
 
     from riddlectl.ops.copy import copy
-    from riddlectl.spool import shown
+    from riddlectl.spool import display_name
 
     settings = resolve(ctx)
-    source = source or str(settings.spool)
-    names = (shown(source), shown(target))
-    origin = runtime.open_spool(replace(settings, spool=Path(source)), create=False)
-    into = runtime.open_spool(replace(settings, spool=Path(target)), writable=True)
+    source = source or settings.spool
+    names = (display_name(source), display_name(target))
+    origin = runtime.open_spool(replace(settings, spool=source), create=False)
+    into = runtime.open_spool(replace(settings, spool=target), writable=True)
     copied = copy(origin, into, names)
     if as_json:
         counts = {queue.value: n for queue, n in copied.riddles.items()}

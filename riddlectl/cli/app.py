@@ -21,7 +21,7 @@ from typer.core import TyperGroup
 
 from riddlectl.cli.common import quiet_stdout
 from riddlectl.errors import ExitCode
-from riddlectl.settings import ENV_VARS
+from riddlectl.settings import CONFIG_VAR, ENV_VARS
 
 # Command name -> the module (in riddlectl.cli) that defines it, in the order `--help`
 # lists them: the way through the pipeline first, then inspecting, acting, and the rest.
@@ -96,7 +96,8 @@ def _load(name: str) -> Any:
 app = typer.Typer(
     cls=LazyGroup,
     name="riddlectl",
-    help="Run multi-agent riddle solving over a crash-safe filesystem spool.",
+    help="Run multi-agent riddle solving over a crash-safe spool: a directory on one "
+    "machine, or a PostgreSQL database shared by many hosts.",
     no_args_is_help=True,
     add_completion=True,
     pretty_exceptions_enable=False,
@@ -116,13 +117,14 @@ def _print_version(value: bool) -> None:
 def main_options(
     ctx: typer.Context,
     spool: Annotated[
-        Path | None,
+        str | None,
         typer.Option(
             "--spool",
             envvar=ENV_VARS["spool"],
-            help="Spool directory.",
+            help="The spool: a directory (PATH or file://PATH), or a "
+            "postgresql://USER@HOST/DB URL for a spool shared by many hosts.",
             show_default="./spool",
-            metavar="PATH",
+            metavar="PATH|URL",
         ),
     ] = None,
     data_dir: Annotated[
@@ -135,6 +137,16 @@ def main_options(
             metavar="PATH",
         ),
     ] = None,
+    config: Annotated[
+        Path | None,
+        typer.Option(
+            "--config",
+            envvar=CONFIG_VAR,
+            help="Read settings from this TOML file instead of the spool's own "
+            "config.toml (the way to configure a PostgreSQL spool).",
+            metavar="FILE",
+        ),
+    ] = None,
     version: Annotated[
         bool,
         typer.Option(
@@ -142,7 +154,7 @@ def main_options(
         ),
     ] = False,
 ) -> None:
-    ctx.obj = {"spool": spool, "data_dir": data_dir}
+    ctx.obj = {"spool": spool, "data_dir": data_dir, "config": config}
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from collections.abc import Callable
+from typing import Annotated, Any
 
 import typer
 
@@ -15,6 +16,7 @@ app = command_group()
 @app.command()
 @guarded
 def bench(
+    ctx: typer.Context,
     riddles: Annotated[
         int, typer.Option(help="Generated riddles for the throughput run.", min=1)
     ] = 2000,
@@ -27,7 +29,8 @@ def bench(
         str | None,
         typer.Option(
             help="Also run the same pipeline on these peer queues, comma-separated, or all "
-            "(naive, dirq, persist-queue, huey-file); procrastinate, on the --spool server, "
+            "(naive, dirq, persist-queue, huey-file); procrastinate, on the PostgreSQL server "
+            "of a postgresql:// --spool, "
             "by name.",
             metavar="NAMES",
         ),
@@ -54,15 +57,6 @@ def bench(
     startup_runs: Annotated[
         int, typer.Option(help="With --startup: runs of each command.", min=1)
     ] = 20,
-    spool: Annotated[
-        str | None,
-        typer.Option(
-            "--spool",
-            help="Run the pipeline on this PostgreSQL server (postgresql://…), in a schema "
-            "of its own dropped at the end, instead of a temporary directory.",
-            metavar="URL",
-        ),
-    ] = None,
     extractors: Annotated[
         bool,
         typer.Option(
@@ -85,27 +79,30 @@ def bench(
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object.")] = False,
 ) -> None:
-    """Run the built-in pipeline on generated riddles in a temporary spool; report speed."""
+    """Run the built-in pipeline on generated riddles in a new spool of the kind --spool
+    names (a temporary directory, or a schema of its own on a PostgreSQL server, dropped
+    at the end); report speed. --extractors, --startup and --web time other things."""
     if extractors:
         _bench_extractors(cases, seed, types, as_json)
-        return
-    if startup:
-        from riddlectl.bench import startup as startup_bench
-
-        timed = startup_bench.measure(startup_runs)
-        if as_json:
-            emit_json(timed)
-        else:
-            typer.echo(startup_bench.render(timed))
-        return
-    if web:
+    elif startup:
+        _bench_startup(startup_runs, as_json)
+    elif web:
         _web_bench(web_riddles, riddles, as_json)
-        return
-    if spool is not None:
-        from riddlectl.spool import is_url
+    else:
+        _bench_pipeline(ctx, riddles, agents_per_stage, no_fsync, status_riddles, peers, as_json)
 
-        if not is_url(spool):
-            fail(f"--spool: expected a postgresql:// URL, got {spool!r}", ExitCode.USAGE)
+
+def _bench_pipeline(
+    ctx: typer.Context,
+    riddles: int,
+    agents_per_stage: int,
+    no_fsync: bool,
+    status_riddles: int,
+    peers: str | None,
+    as_json: bool,
+) -> None:
+    from riddlectl.settings import spool_location
+
     quiet_watchdog()
     from riddlectl.bench import peers as peer_bench
     from riddlectl.bench import pipeline as benchmark
@@ -121,9 +118,18 @@ def bench(
         fsync=not no_fsync,
         status_riddles=status_riddles,
         peers=chosen,
-        spool=spool,
+        spool=spool_location(ctx.obj or {}),
     )
-    outcome = benchmark.run_bench(options)
+    _emit(benchmark.run_bench(options), render, as_json)
+
+
+def _bench_startup(runs: int, as_json: bool) -> None:
+    from riddlectl.bench import startup as startup_bench
+
+    _emit(startup_bench.measure(runs), startup_bench.render, as_json)
+
+
+def _emit(outcome: Any, render: Callable[[Any], str], as_json: bool) -> None:
     if as_json:
         emit_json(outcome)
     else:
@@ -141,11 +147,7 @@ def _bench_extractors(cases: int, seed: int, types: str | None, as_json: bool) -
             f"--types: unknown data type {', '.join(unknown) or '(none)'} (known: {known})",
             ExitCode.USAGE,
         )
-    outcome = runner.run_extractor_bench(cases, seed, chosen)
-    if as_json:
-        emit_json(outcome)
-    else:
-        typer.echo(runner.render(outcome))
+    _emit(runner.run_extractor_bench(cases, seed, chosen), runner.render, as_json)
 
 
 def _web_bench(riddles: int, flow: int, as_json: bool) -> None:
@@ -154,8 +156,4 @@ def _web_bench(riddles: int, flow: int, as_json: bool) -> None:
     require_extra()
     from riddlectl.bench.web import WebBenchOptions, render, run_web_bench
 
-    outcome = run_web_bench(WebBenchOptions(riddles=riddles, flow=flow))
-    if as_json:
-        emit_json(outcome)
-    else:
-        typer.echo(render(outcome))
+    _emit(run_web_bench(WebBenchOptions(riddles=riddles, flow=flow)), render, as_json)

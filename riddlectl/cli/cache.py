@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -38,6 +37,6 @@ def clear(
     except OSError as exc:
         raise SpoolUnusable(
             f"cannot drop cached extractions: {exc.strerror or exc}",
-            where=str(exc.filename or Path(settings.spool) / "cache" / "extractions"),
+            where=str(exc.filename or spool.name),
         ) from None
     typer.echo(f"dropped {dropped} cached extraction(s)")

@@ -62,7 +62,8 @@ def guarded(fn: F) -> F:
             from riddlectl.runtime import spool_error
 
             flags = getattr(kwargs.get("ctx"), "obj", None) or {}
-            fail(str(spool_error(exc, settings_mod.spool_path(flags))), ExitCode.SPOOL_UNUSABLE)
+            where = settings_mod.spool_location(flags)
+            fail(str(spool_error(exc, where)), ExitCode.SPOOL_UNUSABLE)
 
     return wrapper  # type: ignore[return-value]
 
@@ -97,8 +98,10 @@ def emit_jsonl(values: list[Any]) -> None:
 
 def resolve(ctx: typer.Context, **flags: Any) -> Settings:
     """Settings for this command: the global options plus the command's own flags."""
+    from riddlectl.runtime import resolve_settings
+
     try:
-        return settings_mod.resolve({**(ctx.obj or {}), **flags})
+        return resolve_settings({**(ctx.obj or {}), **flags})
     except RiddleError as exc:
         fail(str(exc), exc.exit_code)
         raise  # unreachable; fail() raises

@@ -23,7 +23,6 @@ from riddlectl.cli.common import (
 )
 from riddlectl.errors import ExitCode
 from riddlectl.ops import report
-from riddlectl.spool import shown
 
 app = command_group()
 
@@ -108,7 +107,7 @@ def _show_status(
         emit_jsonl(riddles)
     elif as_json:
         counts = report.counts(spool)
-        emit_json({"spool": shown(settings.spool), "counts": counts, "riddles": riddles})
+        emit_json({"spool": spool.name, "counts": counts, "riddles": riddles})
     else:
         _print_status(report.counts(spool), riddles, bool(wanted), echo)
 
@@ -122,7 +121,7 @@ def _show_corrupt(
         emit_jsonl(files)
     elif as_json:
         emit_json(
-            {"spool": shown(settings.spool), "counts": report.counts(spool), "corrupt": files}
+            {"spool": spool.name, "counts": report.counts(spool), "corrupt": files}
         )
     else:
         echo("  ".join(f"{name} {n}" for name, n in report.counts(spool).items()))

@@ -23,7 +23,6 @@ from riddlectl.document.model import riddle_json_schema
 from riddlectl.errors import RiddleError
 from riddlectl.ops import report
 from riddlectl.ops import submit as submitting
-from riddlectl.spool import shown
 
 app = command_group()
 
@@ -35,13 +34,13 @@ app = command_group()
 def init(ctx: typer.Context) -> None:
     """Create the spool layout and the data directory; idempotent."""
     settings = resolve(ctx)
-    runtime.open_spool(settings, writable=True)
+    spool = runtime.open_spool(settings, writable=True)
     data_dir = Path(settings.data_dir)
     try:
         data_dir.mkdir(parents=True, exist_ok=True)
     except (FileExistsError, NotADirectoryError):
         raise RiddleError("not a directory", where=str(data_dir), field="--data-dir") from None
-    typer.echo(f"spool ready at {shown(settings.spool)}", err=True)
+    typer.echo(f"spool ready at {spool.name}", err=True)
 
 
 @app.command()

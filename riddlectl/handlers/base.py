@@ -35,11 +35,13 @@ class Job:
     # The data directory, or what makes it: a spool keeping the files makes a local copy
     # only for a handler that asks for it (`data_dir`).
     data_place: Path | Callable[[], Path]
-    spool_root: Path
+    # The spool's directory on this machine; None for a spool that is none (a database).
+    spool_root: Path | None
     timeout: float = 60.0
     item_index: int | None = None  # extract only
     item_path: Path | None = None  # extract only
     extractions: list[dict[str, Any] | None] = field(default_factory=list)  # solve, validate
+    spool_name: str = ""  # how output names the spool (a URL without its password)
 
     @property
     def data_dir(self) -> Path:

@@ -27,7 +27,7 @@ from typing import Any
 
 import orjson
 
-from riddlectl import inflight, spool
+from riddlectl import inflight
 from riddlectl.document import codec as documents
 from riddlectl.errors import ConfigError, HandlerFailed, HandlerRefused, HandlerTimeout
 from riddlectl.handlers.base import Job, file_digest
@@ -59,11 +59,14 @@ class CommandHandler:
 
     def environment(self, job: Job, spool_dir: str | None = None) -> dict[str, str]:
         env = dict(os.environ)
-        if spool_dir is not None:  # a spool that is no directory: a local view of it
-            env["RIDDLE_SPOOL_URL"] = spool.location(job.spool_root)
+        if job.spool_root is None:  # a spool that is no directory: a local view of it
+            env["RIDDLE_SPOOL_URL"] = job.spool_name
+            here = spool_dir or ""
+        else:
+            here = str(job.spool_root.resolve())
         env.update(
             RIDDLE_ID=job.riddle.id or "",
-            RIDDLE_SPOOL=spool_dir or spool.location(job.spool_root),
+            RIDDLE_SPOOL=here,
             RIDDLE_DATA=str(job.data_dir.resolve()),
             RIDDLE_STAGE=job.stage,
         )
@@ -135,7 +138,7 @@ def _spool_view(job: Job) -> Iterator[str | None]:
     riddle's extractions at their references, so that a command reads
     `$RIDDLE_SPOOL/` + `file_extracted` on every spool alike; removed after the call.
     None for a directory spool, which commands read directly."""
-    if not spool.is_url(job.spool_root):
+    if job.spool_root is not None:
         yield None
         return
     here = scratch_dir("spool")

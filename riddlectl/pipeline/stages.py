@@ -47,17 +47,20 @@ class NobodyAnswered(HandlerRefused):
 @dataclass
 class StageContext:
     data_dir: Path
-    spool_root: Path
+    spool_root: Path | None  # the spool's directory, None for one that is no directory
     store: ExtractionCache
     handlers: list[NamedHandler]
     timeout: float = 60.0
     max_trials: int = 3
     max_data_bytes: int = 10 * 1024 * 1024
     place: DataPlace | None = None  # the riddle's data files, while one is handled
+    spool_name: str = ""
 
     def job(self, riddle: Riddle, stage: str, **extra: Any) -> Job:
         where = self.data_dir if self.place is None else self.place.path
-        return Job(riddle, stage, where, self.spool_root, self.timeout, **extra)
+        return Job(
+            riddle, stage, where, self.spool_root, self.timeout, spool_name=self.spool_name, **extra
+        )
 
     def data_path(self) -> Path:
         """The directory the riddle's data files are read from (made now, if need be)."""

@@ -1,28 +1,36 @@
 """Storage of riddles in queues: the spool contract, its states and routing, the in-memory
-twin; `fs/` is the filesystem implementation, chosen by `open_spool` and by nothing else.
+twin, and one subpackage per back end (`fs/`, `postgres/`), chosen from the location by
+the scheme table (`schemes`) and by nothing else.
 """
 
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from riddlectl.errors import SpoolUnusable
+from riddlectl.spool import schemes
+from riddlectl.spool.unusable import NO_SPOOL, spool_error
 
 if TYPE_CHECKING:
     from riddlectl.document.codec import Limits
     from riddlectl.identity import Actor
     from riddlectl.spool.contract import Spool
 
-NO_SPOOL = "no spool here (create one with riddlectl init)"
-# `postgresql://…` (a path keeps one slash of the two: `Path` made it `postgresql:/…`).
-_POSTGRES = re.compile(r"postgres(ql)?(\+\w+)?:/", re.IGNORECASE)
+__all__ = [
+    "NO_SPOOL",
+    "display_name",
+    "open_spool",
+    "remove_spool",
+    "scratch_spool",
+    "server_url",
+    "settings_file",
+    "spool_error",
+]
 
 
 def open_spool(
-    target: str | os.PathLike[str],
+    location: str | os.PathLike[str],
     *,
     create: bool = True,
     writable: bool = False,
@@ -34,30 +42,15 @@ def open_spool(
     data_dir: Path | None = None,
     max_data_bytes: int | None = None,
 ) -> Spool:
-    """The spool `target` names: a directory (the filesystem spool), or a
-    `postgresql://` URL (the PostgreSQL spool: see docs/postgresql.md).
+    """The spool at `location`: a directory (`file://` or a path), or a `postgresql://`
+    URL (see docs/postgresql.md); the scheme table (`schemes.SCHEMES`) decides.
 
     `create`: made (idempotently) if need be; otherwise it must already be a spool
     (`SpoolUnusable` saying why not). `writable`: it must be writable too, and what a
-    writer needs is made. Nothing is created in a place that is refused. The other
-    options are the filesystem spool's (None: its defaults); a PostgreSQL spool takes
-    `actor` and `limits`, is always durable, and keeps the data files new riddles name
-    in `data_dir` (within `max_data_bytes`), so that agents elsewhere need no copy.
+    writer needs is made. Nothing is created in a place that is refused. Each back end
+    takes the other options that apply to it (see `schemes.OpenOptions`).
     """
-    text = os.fspath(target)
-    if _POSTGRES.match(text):
-        return _open_postgres(
-            text,
-            create=create,
-            actor=actor,
-            limits=limits,
-            data_dir=data_dir,
-            max_data_bytes=max_data_bytes,
-        )
-    from riddlectl.spool.fs.opening import open_fs  # only what the target needs is loaded
-
-    return open_fs(
-        Path(text),
+    options = schemes.OpenOptions(
         create=create,
         writable=writable,
         actor=actor,
@@ -65,59 +58,42 @@ def open_spool(
         drop_in_grace=drop_in_grace,
         limits=limits,
         events_max_bytes=events_max_bytes,
+        data_dir=data_dir,
+        max_data_bytes=max_data_bytes,
     )
+    return schemes.open_location(location, options)
 
 
-def _open_postgres(text: str, *, create: bool, **options: Any) -> Spool:
-    try:
-        from riddlectl.spool.postgres.opening import open_pg
-    except ImportError as exc:
-        if exc.name not in ("psycopg", "psycopg_binary"):
-            raise
-        raise SpoolUnusable(
-            "PostgreSQL spools need psycopg: pip install 'riddlectl[postgres]'",
-            where=_no_password(text),
-        ) from None
-    return open_pg(text, create=create, **options)
+def display_name(location: str | os.PathLike[str]) -> str:
+    """The spool at `location` as output names it: a directory as given, a URL without
+    its password."""
+    name: str = schemes.call(location, "display")
+    return name
 
 
-def remove_spool(target: str) -> None:
-    """Drop a PostgreSQL spool's schema and all it holds (`bench` cleans up so); a
-    directory spool is the caller's to remove."""
-    if _POSTGRES.match(target):
-        from riddlectl.spool.postgres.opening import drop
-
-        drop(target)
+def settings_file(location: str | os.PathLike[str]) -> Path | None:
+    """The config file that belongs to the spool at `location` (a directory's
+    `config.toml`), or None for a kind of spool that keeps none."""
+    found: Path | None = schemes.call(location, "settings_file")
+    return found
 
 
-def is_url(target: str | os.PathLike[str]) -> bool:
-    """Whether `target` names a spool that is no directory (a `postgresql://` URL)."""
-    return _POSTGRES.match(os.fspath(target)) is not None
+def scratch_spool(location: str | os.PathLike[str], tag: str) -> str:
+    """The location of a new, empty spool of the same kind as `location`'s, for a run
+    that must not touch the user's (`bench`): a temporary directory, or a schema of its
+    own on the same database server. `remove_spool` drops it."""
+    made: str = schemes.call(location, "scratch", tag)
+    return made
 
 
-def shown(target: str | os.PathLike[str]) -> str:
-    """A spool as output names it: a directory as given, a URL without its password."""
-    text = os.fspath(target)
-    return _no_password(text) if _POSTGRES.match(text) else text
+def remove_spool(location: str | os.PathLike[str]) -> None:
+    """Drop a spool made by `scratch_spool`, with everything it holds."""
+    schemes.call(location, "remove")
 
 
-def location(target: str | os.PathLike[str]) -> str:
-    """A spool as handlers are told it (`RIDDLE_SPOOL`): a directory's absolute path, a
-    URL without its password."""
-    text = os.fspath(target)
-    return _no_password(text) if _POSTGRES.match(text) else str(Path(text).resolve())
-
-
-def spool_error(exc: OSError, root: Path) -> SpoolUnusable:
-    """An `OSError` met on the spool at `root`, as the one-line error that names its path."""
-    if isinstance(exc, FileNotFoundError) and not root.exists():
-        return SpoolUnusable(NO_SPOOL, where=str(root))
-    if isinstance(exc, NotADirectoryError):
-        return SpoolUnusable("not a directory, so not a spool", where=str(root))
-    return SpoolUnusable(exc.strerror or str(exc), where=str(exc.filename or root))
-
-
-def _no_password(url: str) -> str:
-    """The URL as given (two slashes again), without the password it may hold."""
-    url = re.sub(r"^([^:/]+):/(?!/)", r"\1://", url)
-    return re.sub(r"^([^:/]+://[^/:@]*):[^/@]*@", r"\1:…@", url)
+def server_url(location: str | os.PathLike[str]) -> str | None:
+    """For a spool on a database server, the server's URL as its client library takes it
+    (for other programs on the same server, e.g. the bench's peers); else None."""
+    module = schemes.backend_of(location).load()
+    server = getattr(module, "server", None)
+    return None if server is None else str(server(os.fspath(location)))

@@ -5,9 +5,11 @@ in named queues and hands out exclusive claims on them, and keeps what goes with
 the event log (`events`), the extraction cache (`extractions`), the input it could not
 read (`set_aside`), wake-ups for idle agents (`watch`), and the repair of what a crash
 left (`recover`, `examine`). The filesystem spool (`fs/`) is the first implementation,
-`MemorySpool` its in-memory twin for fast tests; both are held to one contract test
-suite (tests/contract). Nothing outside `fs/` knows which one it has: `open_spool`
-chooses. A later PostgreSQL spool slots in behind the same methods.
+`MemorySpool` its in-memory twin for fast tests, the PostgreSQL spool (`postgres/`) the
+one for agents on many hosts; all are held to one contract test suite (tests/contract).
+Nothing outside a back end's subpackage knows which one it has: `open_spool` chooses,
+from the scheme table (`schemes`), and callers ask the spool what they need to know
+(`name`, `local_root`).
 """
 
 from __future__ import annotations
@@ -126,6 +128,17 @@ class Spool(abc.ABC):
     # Called with (queue, riddle, the dead holder's claim record, abandoned claims in a
     # row) when a claim finds that the agent handling the riddle died.
     on_abandoned: Callable[[Queue, Riddle, dict[str, Any], int], None] | None = None
+
+    @property
+    @abc.abstractmethod
+    def name(self) -> str:
+        """How output names this spool: its directory, or its URL without the password."""
+
+    @property
+    def local_root(self) -> Path | None:
+        """The directory holding this spool on this machine, for programs that read it
+        directly (a `cmd:` handler's `RIDDLE_SPOOL`); None for a spool that is none."""
+        return None
 
     @property
     @abc.abstractmethod

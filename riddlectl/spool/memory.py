@@ -44,6 +44,10 @@ class MemorySpool(Spool):
         self._extractions = MemoryExtractionCache()
 
     @property
+    def name(self) -> str:
+        return "memory"
+
+    @property
     def events(self) -> MemoryEventLog:
         return self._events
 

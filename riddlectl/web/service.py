@@ -22,7 +22,6 @@ from riddlectl.ops import admin, report
 from riddlectl.ops import submit as submitting
 from riddlectl.pipeline.ledger import Pipeline
 from riddlectl.settings import Settings
-from riddlectl.spool import is_url
 from riddlectl.spool.contract import Spool
 from riddlectl.web import index as indexing
 from riddlectl.web.index import Index
@@ -63,7 +62,7 @@ class Service:
         """The spool of `settings` (which must exist) with its index beside it."""
         spool = runtime.open_spool(settings, create=False, writable=not read_only)
         try:
-            index = Index(index_path(settings))
+            index = Index(index_path(spool))
         except (sqlite3.Error, OSError):
             # A spool this server may not write to (read-only, say): the index is
             # disposable, so it is kept for this run in a temporary directory instead.
@@ -161,15 +160,16 @@ class Service:
         return dict(cached[2])
 
 
-def index_path(settings: Settings) -> Path:
+def index_path(spool: Spool) -> Path:
     """Where the table's index lives: in a directory spool, beside the queues; for a
     spool that is no directory (PostgreSQL), in the user's cache directory
     (`$XDG_CACHE_HOME/riddlectl/web/`, else `~/.cache/...`), named by a digest of the
-    spool's URL, so that a restarted server finds it again and no password is shown."""
-    if not is_url(settings.spool):
-        return Path(settings.spool) / INDEX_NAME
+    spool's name (its URL without the password), so that a restarted server finds it
+    again and no password is shown."""
+    if spool.local_root is not None:
+        return spool.local_root / INDEX_NAME
     cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    digest = hashlib.sha256(os.fspath(settings.spool).encode()).hexdigest()[:16]
+    digest = hashlib.sha256(spool.name.encode()).hexdigest()[:16]
     folder = Path(cache) / "riddlectl" / "web"
     folder.mkdir(parents=True, exist_ok=True, mode=0o700)
     return folder / f"{digest}-{INDEX_NAME}"

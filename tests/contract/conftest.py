@@ -12,6 +12,10 @@ from riddlectl.spool.contract import Spool
 from riddlectl.spool.memory import MemorySpool
 
 SPOOLS = ["fs", "memory", "postgres"]
+# The kind of spool (a row of riddlectl.spool.schemes) each parameter holds to the
+# contract; the in-memory twin is no row. tests/unit/test_open_spool.py checks that every
+# row has its parameter here.
+BACKEND_OF_PARAM = {"fs": "directory", "postgres": "postgresql"}
 
 
 @pytest.fixture(params=SPOOLS)

@@ -80,3 +80,52 @@ def test_no_code_outside_the_filesystem_spool_names_its_class() -> None:
             if name == "FsSpool":
                 named.append(f"{path.relative_to(ROOT)}:{node.lineno}")  # type: ignore[attr-defined]
     assert named == []
+
+
+def import_circles(graph: grimp.ImportGraph) -> list[list[str]]:
+    """Every set of modules that import each other, directly or round a circle of any
+    length (Tarjan's strongly connected components over the module graph)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    circles: list[list[str]] = []
+
+    def visit(module: str) -> None:
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        for imported in graph.find_modules_directly_imported_by(module):
+            if imported not in index:
+                visit(imported)
+                low[module] = min(low[module], low[imported])
+            elif imported in stack:
+                low[module] = min(low[module], index[imported])
+        if low[module] == index[module]:
+            members = []
+            while True:
+                member = stack.pop()
+                members.append(member)
+                if member == module:
+                    break
+            if len(members) > 1:
+                circles.append(sorted(members))
+
+    for module in sorted(graph.modules):
+        if module not in index:
+            visit(module)
+    return circles
+
+
+def test_no_module_imports_itself_round_a_circle() -> None:
+    """Module-level and function-level imports count; imports for annotations alone
+    (`if TYPE_CHECKING:`) do not, as nothing runs them."""
+    graph = grimp.build_graph("riddlectl", cache_dir=None, exclude_type_checking_imports=True)
+    assert import_circles(graph) == []
+
+
+def test_the_circle_check_sees_a_circle_of_three() -> None:
+    graph = grimp.build_graph("riddlectl", cache_dir=None, exclude_type_checking_imports=True)
+    graph.add_import(importer="riddlectl.document.ids", imported="riddlectl.ops.report")
+    assert any(
+        {"riddlectl.document.ids", "riddlectl.ops.report"} <= set(circle)
+        for circle in import_circles(graph)
+    )

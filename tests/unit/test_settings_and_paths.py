@@ -9,7 +9,7 @@ import pytest
 
 from riddlectl.document import datafiles
 from riddlectl.errors import ConfigError, InvalidData
-from riddlectl.settings import resolve
+from riddlectl.runtime import resolve_settings as resolve
 
 
 def test_precedence_flag_over_env_over_config_over_default(tmp_path: Path) -> None:
@@ -24,7 +24,28 @@ def test_precedence_flag_over_env_over_config_over_default(tmp_path: Path) -> No
 
 
 def test_spool_from_environment(tmp_path: Path) -> None:
-    assert resolve({}, env={"RIDDLECTL_SPOOL": str(tmp_path)}).spool == tmp_path
+    assert resolve({}, env={"RIDDLECTL_SPOOL": str(tmp_path)}).spool == str(tmp_path)
+
+
+def test_a_config_file_named_by_option_or_environment_replaces_the_spools_own(
+    tmp_path: Path,
+) -> None:
+    spool = tmp_path / "spool"
+    spool.mkdir()
+    (spool / "config.toml").write_text("max_trials = 4\n")
+    (tmp_path / "team.toml").write_text("max_trials = 7\n")
+    assert resolve({"spool": spool, "config": tmp_path / "team.toml"}, env={}).max_trials == 7
+    env = {"RIDDLECTL_CONFIG": str(tmp_path / "team.toml")}
+    assert resolve({"spool": spool}, env=env).max_trials == 7
+    with pytest.raises(ConfigError, match=r"none\.toml: no such config file"):
+        resolve({"spool": spool, "config": tmp_path / "none.toml"}, env={})
+
+
+def test_a_postgresql_spool_takes_its_settings_from_a_named_file(tmp_path: Path) -> None:
+    (tmp_path / "pg.toml").write_text("max_trials = 2\n")
+    url = "postgresql://nobody@127.0.0.1:1/none"
+    assert resolve({"spool": url}, env={}).max_trials == 3
+    assert resolve({"spool": url}, env={"RIDDLECTL_CONFIG": str(tmp_path / "pg.toml")}).max_trials == 2
 
 
 def test_config_handlers_and_bad_config(tmp_path: Path) -> None:

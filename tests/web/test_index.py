@@ -125,7 +125,7 @@ def test_deleting_the_index_rebuilds_it(web: Service, settings: Settings) -> Non
     for path in Path(settings.spool).glob("web-index.sqlite*"):
         path.unlink()
     again = Service.open(settings)
-    assert index_path(settings).exists() and again.index.fresh
+    assert index_path(again.spool).exists() and again.index.fresh
     again.keeper.start()
     again.keeper.stop()
     assert again.index.counts()["incoming"] == 28

@@ -13,7 +13,7 @@ The peers (each a module here with a `Submitter` and a `work` loop):
 - `persist-queue`: persist-queue's SQLiteQueue, durable, polled.
 - `huey-file`: huey with its FileStorage (not durable), polled.
 - `procrastinate`: procrastinate on a PostgreSQL server (durable), LISTEN/NOTIFY; named
-  alone, as it needs the server (`riddlectl bench --spool URL --peers procrastinate`).
+  alone, as it needs the server (`riddlectl --spool URL bench --peers procrastinate`).
 
 Polling peers look every 5 ms when idle. The libraries come with the `peers` extra
 (`pip install 'riddlectl[peers]'`); a peer whose library is missing is skipped, with a

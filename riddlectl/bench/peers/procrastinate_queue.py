@@ -1,6 +1,6 @@
 """procrastinate: a PostgreSQL job queue, one task per stage, each deferring the next.
 
-The same server as `riddlectl bench --spool URL` (the URL in `RIDDLECTL_BENCH_PG`, else
+The same server as `riddlectl --spool URL bench` (the URL in `RIDDLECTL_BENCH_PG`, else
 the local server), in a schema of its own (`procrastinate_bench_PID`, made and dropped
 by the submitter). Each worker runs procrastinate's worker on its stage's queue, woken by
 its LISTEN/NOTIFY, one job at a time; a job's document is its JSON arguments. Every

@@ -91,6 +91,14 @@ class FsSpool(Spool):
         self._inboxes: dict[Queue, Inbox] = {}
         self.contended = 0
 
+    @property
+    def name(self) -> str:
+        return str(self.root)
+
+    @property
+    def local_root(self) -> Path:
+        return self.root
+
     @functools.cached_property
     def events(self) -> FsEventLog:
         return FsEventLog(self.root / "events.jsonl", self.events_max_bytes)

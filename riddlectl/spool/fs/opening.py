@@ -9,9 +9,9 @@ from stat import S_ISDIR
 from riddlectl.document.codec import Limits
 from riddlectl.errors import SpoolUnusable
 from riddlectl.identity import Actor
-from riddlectl.spool import NO_SPOOL, spool_error
 from riddlectl.spool.fs.events import DEFAULT_MAX_BYTES
 from riddlectl.spool.fs.fsspool import DROP_IN_GRACE, FsSpool
+from riddlectl.spool.unusable import NO_SPOOL, spool_error
 
 
 def open_fs(

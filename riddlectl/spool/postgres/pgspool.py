@@ -112,6 +112,10 @@ class PgSpool(Reading, Spool):
         self.contended = 0  # SKIP LOCKED passes over rows being claimed: never waited on
 
     @property
+    def name(self) -> str:
+        return self.url.shown
+
+    @property
     def events(self) -> PgEventLog:
         return self._events
 

@@ -53,3 +53,9 @@ def parse(text: str) -> SpoolUrl:
 def redact(url: str) -> str:
     """`url` without the password it may hold."""
     return re.sub(r"^([^:/]+://[^/:@]*):[^/@]*@", r"\1:…@", url)
+
+
+def with_schema(text: str, schema: str) -> str:
+    """The spool URL `text` with `schema` in place of any schema it names."""
+    url = parse(text)
+    return f"{url.conninfo}{'&' if '?' in url.conninfo else '?'}schema={schema}"
