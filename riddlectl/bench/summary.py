@@ -25,7 +25,7 @@ def judge(out: dict[str, Any], options: Any) -> tuple[dict[str, Any], dict[str, 
     lat = out["latency"]["p50_ms"] / budget if out["latency"] else None
     status = out["status"]["command_s"] if out["status"] else None
     big = options.status_riddles >= 100_000
-    if getattr(options, "spool", None):
+    if not out.get("on_directory", True):
         # The reference is the filesystem's: a database spool is compared with its peers
         # on the same server (`--peers procrastinate`), not with it.
         tput = lat = None

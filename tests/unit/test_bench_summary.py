@@ -17,7 +17,9 @@ REFERENCE = {
 
 
 def outcome(spool: str | None) -> dict[str, Any]:
+    """A run's outcome; `spool` is a database's URL, or None for a directory."""
     return {
+        "on_directory": spool is None,
         "reference": REFERENCE,
         "throughput": {"per_s": 90.0},
         "latency": {"p50_ms": 25.0, "p99_ms": 45.0},

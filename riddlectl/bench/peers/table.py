@@ -29,7 +29,7 @@ def render(peers: list[dict[str, Any]], riddlectl: dict[str, Any] | None = None)
     lines = [HEADER]
     if riddlectl is not None:
         # On a PostgreSQL spool the agents are woken by LISTEN/NOTIFY, as procrastinate's.
-        on_database = bool((riddlectl.get("options") or {}).get("spool"))
+        on_database = not riddlectl.get("on_directory", True)
         wakeup = "listen/notify" if on_database else "inotify"
         lines.append(line("riddlectl", riddlectl["durable"], wakeup, riddlectl))
     for peer in peers:
