@@ -19,6 +19,7 @@ from riddlectl.cli.common import (
     stop_on_signals,
 )
 from riddlectl.cli.query import print_results
+from riddlectl.document.answers import FILL_KINDS
 from riddlectl.document.model import riddle_json_schema
 from riddlectl.errors import RiddleError
 from riddlectl.ops import report
@@ -83,7 +84,8 @@ def submit(
         ),
     ] = None,
     answer_kind: Annotated[
-        str | None, typer.Option(help="Typed answer: text, int, number, json_list (fill) or noul.")
+        str | None,
+        typer.Option(help=f"Typed answer: {', '.join(FILL_KINDS)} (fill) or noul."),
     ] = None,
     no_extract: Annotated[bool, typer.Option("--no-extract", help="Skip extraction.")] = False,
     no_validate: Annotated[bool, typer.Option("--no-validate", help="Skip validation.")] = False,

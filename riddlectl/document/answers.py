@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import (
     BaseModel,
@@ -55,6 +55,18 @@ class AnswerSpecError(ValueError):
     """The answer spec itself is malformed; the message is one line naming the field."""
 
 
+#: The kinds of a `fill` answer, each as a prompt or a form says it: the one vocabulary
+#: that `FillSpec`, the web form, `submit --answer-kind` and the model prompts use
+#: (`FillKind` below spells the same keys for the type checker; a test keeps them equal).
+FILL_KINDS: dict[str, str] = {
+    "text": "a short text",
+    "int": "an integer",
+    "number": "a number",
+    "json_list": "a list",
+}
+FillKind = Literal["text", "int", "number", "json_list"]
+
+
 class _Spec(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -63,7 +75,7 @@ class FillSpec(_Spec):
     """A value of a kind; ``pattern`` (text only, full match) and ``max_tokens`` bound it."""
 
     type: Literal["fill"]
-    kind: Literal["text", "int", "number", "json_list"] = "text"
+    kind: FillKind = "text"
     pattern: StrictStr | None = None
     max_tokens: Annotated[StrictInt, Field(ge=1, le=256)] | None = None
     _compiled: re.Pattern[str] | None = PrivateAttr(default=None)
@@ -130,6 +142,11 @@ AnswerSpec = Annotated[
     FillSpec | NoulSpec | ChoiceSpec | ScoreSpec | ExtractSpec, Field(discriminator="type")
 ]
 _ADAPTER: TypeAdapter[Any] = TypeAdapter(AnswerSpec)
+#: The types of a typed answer (`riddle.answer.type`), in the order forms offer them.
+ANSWER_TYPES: tuple[str, ...] = tuple(
+    get_args(spec.model_fields["type"].annotation)[0]
+    for spec in (FillSpec, NoulSpec, ChoiceSpec, ScoreSpec, ExtractSpec)
+)
 
 
 def parse_answer_spec(obj: Any) -> FillSpec | NoulSpec | ChoiceSpec | ScoreSpec | ExtractSpec:

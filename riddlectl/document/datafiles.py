@@ -3,7 +3,7 @@
 A `file_plain` is a path relative to the data directory. It may not be absolute, may not
 contain `..`, and may not resolve (through symbolic links) outside the directory; the file
 must exist, be a regular file within the size limit, and for the text types (`text`, `csv`,
-`json`: `datatypes.TEXT_TYPES`) be UTF-8; other types (`image`, `audio`, one's own) are
+`json`: `datatypes.text_types()`) be UTF-8; other types (`image`, `audio`, one's own) are
 bytes, never required to be UTF-8. Every check happens before the content is read, so a
 hostile path never reads its target.
 """
@@ -16,10 +16,10 @@ import stat
 from pathlib import Path
 
 from riddlectl.document.codec import read_at_most
-from riddlectl.document.datatypes import TEXT_TYPES
+from riddlectl.document.datatypes import text_types
 from riddlectl.errors import InvalidData
 
-__all__ = ["TEXT_TYPES", "check", "read", "real_dir", "resolve", "resolve_stat"]
+__all__ = ["check", "read", "real_dir", "resolve", "resolve_stat", "text_types"]
 
 
 def resolve(
@@ -100,7 +100,7 @@ def read(
         raise InvalidData(
             f"{os.path.basename(path)} is over the {max_bytes}-byte limit", where=where, field=field
         )
-    if item_type in TEXT_TYPES:
+    if item_type in text_types():
         try:
             content.decode("utf-8")
         except UnicodeDecodeError as exc:
@@ -122,5 +122,5 @@ def check(
         raise InvalidData(
             f"{file_plain!r} is over the {max_bytes}-byte limit", where=where, field=field
         )
-    if item_type in TEXT_TYPES:
+    if item_type in text_types():
         read(path, item_type, max_bytes, where, field)

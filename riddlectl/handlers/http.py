@@ -68,7 +68,7 @@ class HttpHandler:
             "file_plain": item.file_plain,
             "path": str(job.item_path.resolve()),
         }
-        if item.type in datafiles.TEXT_TYPES:
+        if item.type in datafiles.text_types():
             shown["text"] = content.decode("utf-8", "replace")
         else:
             shown["base64"] = base64.b64encode(content).decode("ascii")

@@ -10,11 +10,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from riddlectl.document.answers import ANSWER_TYPES as TYPED_ANSWERS
+from riddlectl.document.answers import FILL_KINDS as FILL_WORDS
 from riddlectl.errors import RiddleError
 
-ANSWER_TYPES = ("", "fill", "noul", "choice", "score", "extract")
-FILL_KINDS = ("text", "int", "number", "json_list")
-DATA_TYPES = ("text", "csv", "json", "image", "audio")
+# The choices the form offers, from the document's own vocabularies ("" is no typed answer).
+ANSWER_TYPES = ("", *TYPED_ANSWERS)
+FILL_KINDS = tuple(FILL_WORDS)
 Form = Mapping[str, Sequence[str]]
 
 

@@ -16,6 +16,7 @@ from fastapi.templating import Jinja2Templates
 from sse_starlette.sse import EventSourceResponse
 from starlette.datastructures import UploadFile
 
+from riddlectl.document.datatypes import builtin_types
 from riddlectl.errors import InvalidData, InvalidDocument, RiddleError
 from riddlectl.ops import admin
 from riddlectl.web import datafiles, forms, views
@@ -144,7 +145,7 @@ def _form_values(request: Request, form: forms.Form) -> dict[str, Any]:
         "form": {k: list(v) for k, v in form.items()},
         "answer_types": forms.ANSWER_TYPES,
         "fill_kinds": forms.FILL_KINDS,
-        "data_types": forms.DATA_TYPES,
+        "data_types": builtin_types(),
     }
 
 

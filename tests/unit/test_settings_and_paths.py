@@ -45,7 +45,8 @@ def test_a_postgresql_spool_takes_its_settings_from_a_named_file(tmp_path: Path)
     (tmp_path / "pg.toml").write_text("max_trials = 2\n")
     url = "postgresql://nobody@127.0.0.1:1/none"
     assert resolve({"spool": url}, env={}).max_trials == 3
-    assert resolve({"spool": url}, env={"RIDDLECTL_CONFIG": str(tmp_path / "pg.toml")}).max_trials == 2
+    env = {"RIDDLECTL_CONFIG": str(tmp_path / "pg.toml")}
+    assert resolve({"spool": url}, env=env).max_trials == 2
 
 
 def test_config_handlers_and_bad_config(tmp_path: Path) -> None:

@@ -326,7 +326,7 @@ def _data_texts(job: Job) -> list[str]:
         if item.type == "image":  # the text read in it, when an extractor kept it
             read = (_extraction(job, index) or {}).get("text")
             text = read if isinstance(read, str) else ""
-        elif item.type in datafiles.TEXT_TYPES:
+        elif item.type in datafiles.text_types():
             try:
                 path = datafiles.resolve(job.data_dir, item.file_plain)
                 text = datafiles.read(path, item.type, MAX_TEXT_BYTES).decode("utf-8")

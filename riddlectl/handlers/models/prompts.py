@@ -24,7 +24,14 @@ from typing import Any
 
 import orjson
 
-from riddlectl.document.answers import ChoiceSpec, ExtractSpec, FillSpec, NoulSpec, ScoreSpec
+from riddlectl.document.answers import (
+    FILL_KINDS,
+    ChoiceSpec,
+    ExtractSpec,
+    FillSpec,
+    NoulSpec,
+    ScoreSpec,
+)
 from riddlectl.document.model import Riddle
 from riddlectl.errors import ConfigError
 from riddlectl.handlers.models.schema import Spec
@@ -163,12 +170,7 @@ def answer_form(spec: Spec | None) -> str:
     if spec is None:
         return "a number"
     if isinstance(spec, FillSpec):
-        return {
-            "text": "a short text",
-            "int": "an integer",
-            "number": "a number",
-            "json_list": "a list",
-        }[spec.kind]
+        return FILL_KINDS[spec.kind]
     if isinstance(spec, NoulSpec):
         meaning = ""
         if spec.criteria:
