@@ -309,3 +309,15 @@ def test_each_stage_takes_from_its_inbox_only(rig: Rig, stage: str) -> None:
     rig.submit({**QUESTION, **EXTRACTED_TOO})
     worker = rig.worker([stage])
     assert worker.tick() == (1 if stage == "extract" else 0)
+
+
+def test_one_attempt_is_said_in_the_singular(spool: Spool, tmp_path: Path) -> None:
+    rig = Rig(spool, tmp_path / "rig", retry=RetryPolicy(max_attempts=1, base=0.5, cap=30))
+    rig.use("solve", crash)
+    (riddle_id,) = rig.submit(QUESTION)
+    rig.drain()
+    queue, riddle = rig.where(riddle_id)
+    assert (queue, riddle.error) == (
+        Queue.FAILED,
+        "solve failed after 1 attempt: RuntimeError: boom",
+    )
