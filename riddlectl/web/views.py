@@ -18,6 +18,17 @@ if TYPE_CHECKING:
 
 TIMELINE_FIELDS = ("stage", "agent", "host", "pid", "outcome", "duration", "error")
 
+# What a riddle's page may say after an action taken on it: chosen by key in the URL
+# (`?done=KEY&to=QUEUE&subs=N`), never text from the URL itself, so that a link cannot
+# put words in the application's mouth. `to` must name a queue, `subs` be a small count.
+NOTICES = {
+    "hold": "Held: the riddle is now in hold/, until it is released.",
+    "release": "Released: the riddle is now in {to}/.",
+    "retry": "Put back to retry: the riddle is now in {to}/.",
+    "cancel": "Cancelled: the riddle is now in {to}/{subs}.",
+    "final": "Already final: the riddle was left as it was, in {to}/.",
+}
+
 
 def riddle_view(spool: Spool, queue: Queue, riddle: Riddle) -> dict[str, Any]:
     doc = riddle.to_json()
@@ -41,6 +52,25 @@ def applicable(queue: Queue) -> list[str]:
     if queue in FINAL:
         return ["retry"]
     return ["release", "cancel"] if queue is Queue.HOLD else ["hold", "cancel"]
+
+
+def notice(done: str, to: str, subs: str) -> str:
+    """The notice of key `done` with its values; empty when any of them is not one the
+    server would have sent."""
+    from riddlectl.spool.states import Queue
+
+    if done not in NOTICES or to not in {q.value for q in Queue}:
+        return ""
+    if not (subs == "" or (subs.isdigit() and len(subs) <= 6)):
+        return ""
+    count = int(subs or 0)
+    with_subs = f", with {plural(count, 'sub-riddle')}" if count else ""
+    return NOTICES[done].format(to=to, subs=with_subs)
+
+
+def plural(n: int, noun: str) -> str:
+    """`1 riddle`, `2 riddles`."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def _entry(event: dict[str, Any]) -> dict[str, Any]:
