@@ -84,6 +84,7 @@ def _existing(target: str, opener: Callable[[str, bool], Spool]) -> Spool | None
     try:
         return opener(target, False)
     except SpoolUnusable as exc:
+        # The PostgreSQL spool says so with the same words for a schema not made yet.
         if is_url(target) and exc.message == NO_SPOOL:
             return None  # a database without the spool's schema yet
         raise
