@@ -184,4 +184,3 @@ def test_a_copy_refused_on_a_directory_source_leaves_no_target(
     assert refused.code == 2, refused.err
     assert refused.err.count(f"(pid {agent.pid})") == 1, refused.err
     assert not (tmp_path / "copy").exists()
-
