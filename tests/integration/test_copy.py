@@ -184,3 +184,23 @@ def test_a_copy_refused_on_a_directory_source_leaves_no_target(
     assert refused.code == 2, refused.err
     assert refused.err.count(f"(pid {agent.pid})") == 1, refused.err
     assert not (tmp_path / "copy").exists()
+
+
+def test_a_copy_whose_target_cannot_be_made_whole_leaves_no_target(
+    tmp_path: Path, data_dir: Path
+) -> None:
+    open_spool(tmp_path / "source").add([riddle("a")])
+    mount = tmp_path / "small"
+    mount.mkdir()
+    # Room for a few directories only: the target's layout is begun, then fails.
+    made = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m,nr_inodes=8", "tmpfs", mount])
+    if made.returncode != 0:
+        pytest.skip("cannot mount a tmpfs here")
+    try:
+        failed = Cli(tmp_path / "source", data_dir)("copy", "--to", str(mount / "copy"))
+        left = sorted(p.name for p in mount.iterdir())
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)
+    assert failed.code == 5, failed.err
+    assert failed.err.count("\n") == 1 and "No space left on device" in failed.err
+    assert left == []
