@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -22,6 +22,9 @@ from riddlectl.errors import ExitCode, RiddleError
 from riddlectl.ops import admin
 from riddlectl.ops.doctor import examine
 from riddlectl.spool.states import Queue
+
+if TYPE_CHECKING:
+    from riddlectl.spool.contract import Spool
 
 app = command_group()
 
@@ -192,14 +195,20 @@ def copy_spool(
     events kept. Refuses while agents hold claims on either."""
     from dataclasses import replace
 
-    from riddlectl.ops.copy import copy
+    from riddlectl.ops.copy import copy, target_spool
     from riddlectl.spool import shown
 
     settings = resolve(ctx)
     source = source or str(settings.spool)
     names = (shown(source), shown(target))
     origin = runtime.open_spool(replace(settings, spool=Path(source)), create=False)
-    into = runtime.open_spool(replace(settings, spool=Path(target)), writable=True)
+
+    def opener(where: str, create: bool) -> Spool:
+        return runtime.open_spool(
+            replace(settings, spool=Path(where)), create=create, writable=True
+        )
+
+    into = target_spool(origin, target, names, opener)
     copied = copy(origin, into, names)
     if as_json:
         counts = {queue.value: n for queue, n in copied.riddles.items()}

@@ -184,7 +184,8 @@ def ingest(
     ] = 1.0,
 ) -> None:
     """Move riddle files from DIRECTORY into the spool's incoming queue (drop-in rules);
-    print each name moved."""
+    print each name moved. Files that are no riddle are set aside in DIRECTORY/corrupt/
+    with NAME.reason beside each, and named on stderr."""
     from riddlectl.ops.ingest import ingest as run_ingest
 
     settings = resolve(ctx)
@@ -194,14 +195,19 @@ def ingest(
     run_ingest(
         spool,
         directory,
-        grace=settings.drop_in_grace,
+        settings,
         watch=watch,
         poll=poll,
         stop=stop,
         on_moved=_say_moved,
+        on_set_aside=_say_set_aside,
     )
 
 
 def _say_moved(name: str) -> None:
     typer.echo(name)
     sys.stdout.flush()  # for whoever follows the output of `ingest --watch`
+
+
+def _say_set_aside(path: str, reason: str) -> None:
+    typer.echo(f"riddlectl: {path}: {reason}", err=True)

@@ -168,11 +168,32 @@ def test_cache_clear_drops_all_or_one_extractors_extractions(cli: Cli, tmp_path:
     (kept,) = cache_files(cli)
     assert orjson.loads(kept.read_bytes())["extractor"] == "text"
     nothing = cli("cache", "clear", "--extractor", "nope")
-    assert (nothing.code, nothing.out) == (0, "dropped 0 cached extraction(s)\n")
+    assert (nothing.code, nothing.out) == (2, "")
+    assert nothing.err == (
+        "riddlectl: cache clear: --extractor: no extractor nope "
+        "(known: ocr, speech, table, text, or a handler as --handler names one)\n"
+    )
+    assert len(cache_files(cli)) == 1  # refused: nothing dropped
     everything = cli("cache", "clear")
     assert (everything.code, everything.out) == (0, "dropped 1 cached extraction(s)\n")
     assert cache_files(cli) == []
     assert cli("doctor").code == 0
+
+
+def test_cache_clear_leaves_no_lock_files_behind(cli: Cli) -> None:
+    assert solve_x_plus_one(cli, "text") == "11"
+    cleared = cli("cache", "clear")
+    assert cleared.code == 0, cleared.err
+    assert sorted(p.name for p in (cli.spool / "cache" / "extractions").iterdir()) == []
+
+
+@pytest.mark.postgres
+def test_cache_clear_of_an_unknown_extractor_is_refused_on_postgresql(pg_cli: Cli) -> None:
+    assert solve_x_plus_one(pg_cli, "text") == "11"
+    refused = pg_cli("cache", "clear", "--extractor", "nonesuch")
+    assert (refused.code, refused.out) == (2, "")
+    assert refused.err.startswith("riddlectl: cache clear: --extractor: no extractor nonesuch (")
+    assert pg_cli("cache", "clear", "--extractor", "text").out == "dropped 1 cached extraction(s)\n"
 
 
 def test_cache_clear_needs_a_spool(cli: Cli, tmp_path: Path) -> None:
