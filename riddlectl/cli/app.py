@@ -96,7 +96,8 @@ def _load(name: str) -> Any:
 app = typer.Typer(
     cls=LazyGroup,
     name="riddlectl",
-    help="Run multi-agent riddle solving over a crash-safe filesystem spool.",
+    help="Run multi-agent riddle solving over a crash-safe spool: a directory, or "
+    "PostgreSQL shared by many hosts.",
     no_args_is_help=True,
     add_completion=True,
     pretty_exceptions_enable=False,
@@ -120,7 +121,7 @@ def main_options(
         typer.Option(
             "--spool",
             envvar=ENV_VARS["spool"],
-            help="Spool directory.",
+            help="Spool: a directory, or a postgresql:// URL for a spool shared by hosts.",
             show_default="./spool",
             metavar="PATH",
         ),

@@ -30,6 +30,14 @@ app = command_group()
 # -- init, schema -------------------------------------------------------------------------------
 
 
+def _stored_priority(value: int | None) -> int | None:
+    # A document holds 64-bit integers: a bigger priority could never be stored. Checked
+    # here rather than with typer's min/max, whose 19-digit bounds would fill the help.
+    if value is not None and not -(2**63) <= value < 2**63:
+        raise typer.BadParameter("must be a 64-bit whole number (-2^63 to 2^63-1)")
+    return value
+
+
 @app.command()
 @guarded
 def init(ctx: typer.Context) -> None:
@@ -93,8 +101,11 @@ def submit(
     ] = None,
     priority: Annotated[
         int | None,
-        # A document holds 64-bit integers: a bigger priority could never be stored.
-        typer.Option(help="Priority (higher first).", min=-(2**63), max=2**63 - 1),
+        typer.Option(
+            help="Priority, a 64-bit whole number; higher goes first.",
+            show_default="0",
+            callback=_stored_priority,
+        ),
     ] = None,
     wait: Annotated[bool, typer.Option("--wait", help="Wait and print the results.")] = False,
     timeout: Annotated[

@@ -14,11 +14,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from riddlectl import inflight
 from riddlectl.document import datafiles
 from riddlectl.document.ids import sub_id
 from riddlectl.document.model import DataItem, Riddle, Solution
-from riddlectl.errors import HandlerFailed, HandlerRefused, HandlerTimeout, InvalidData
+from riddlectl.errors import (
+    HandlerFailed,
+    HandlerRefused,
+    HandlerTimeout,
+    InvalidData,
+    problems_line,
+)
 from riddlectl.handlers.base import Job, NamedHandler
 from riddlectl.spool.contract import DataPlace
 from riddlectl.spool.extractions import ExtractionCache, envelope
@@ -258,8 +266,8 @@ def _solution(answer: dict[str, Any], handler: NamedHandler) -> Solution:
     fields = {k: v for k, v in answer.items() if k not in ("accepted", "review")}
     try:
         return Solution.model_validate(fields)
-    except ValueError as exc:
-        raise HandlerFailed(f"{handler.name} answered an invalid solution: {exc}") from None
+    except ValidationError as exc:
+        raise HandlerFailed(f"{handler.name}: reply: {problems_line(exc.errors())}") from None
 
 
 def _spawn(parent: Riddle, specs: Any, handler: NamedHandler) -> Outcome:
@@ -276,8 +284,10 @@ def _spawn(parent: Riddle, specs: Any, handler: NamedHandler) -> Outcome:
         body = {"status": {"validate": {"required": False}}, "priority": parent.priority, **spec}
         try:
             child = Riddle.model_validate({**body, "id": child_id, "parent_id": parent.id})
-        except ValueError as exc:
-            raise HandlerFailed(f"{handler.name}: invalid sub-riddle: {exc}") from None
+        except ValidationError as exc:
+            raise HandlerFailed(
+                f"{handler.name}: invalid sub-riddle: {problems_line(exc.errors())}"
+            ) from None
         children.append(child)
     parent.sub_ids = [*parent.sub_ids, *(c.id or "" for c in children)]
     parent.sub_results = None
