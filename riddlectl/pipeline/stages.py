@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,14 +33,15 @@ class Outcome:
     outcome: str = "ok"
     error: str | None = None
     children: list[Riddle] = field(default_factory=list)
-    declined: list[str] = field(default_factory=list)  # solve handlers that declined first
+    # Solve handlers that declined first, each with how long it took to decline (s).
+    declined: list[tuple[str, float]] = field(default_factory=list)
     usage: dict[str, Any] = field(default_factory=dict)  # what each handler said it cost
 
 
 class NobodyAnswered(HandlerRefused):
     """Every solve handler declined."""
 
-    def __init__(self, declined: list[str]) -> None:
+    def __init__(self, declined: list[tuple[str, float]]) -> None:
         super().__init__("no solve handler answered")
         self.declined = declined
 
@@ -237,9 +239,10 @@ def solve(riddle: Riddle, ctx: StageContext) -> Outcome:
     if again is not None:
         return again
     job = ctx.job(riddle, SOLVE.name, extractions=load_extractions(riddle, ctx))
-    declined: list[str] = []
+    declined: list[tuple[str, float]] = []
     usage: dict[str, Any] = {}
     for handler in ctx.handlers:
+        started = time.monotonic()
         answer = _answer(call(handler, job), handler)
         _take_usage(answer, handler, usage)
         if answer.get("sub_riddles"):
@@ -250,7 +253,7 @@ def solve(riddle: Riddle, ctx: StageContext) -> Outcome:
             riddle.solution = _solution(answer, handler)
             riddle.status.solve.finished = True
             return Outcome(riddle, route(riddle, SOLVE.name), declined=declined, usage=usage)
-        declined.append(handler.name)
+        declined.append((handler.name, time.monotonic() - started))
     raise NobodyAnswered(declined)
 
 
