@@ -89,6 +89,7 @@ class FsSpool(Spool):
         self._dirs = {q: str(self.root / q.value) for q in Queue}
         self._locks = str(self.root / "locks")
         self._inboxes: dict[Queue, Inbox] = {}
+        self._drop_in_index: tuple[int, dict[str, str]] | None = None  # see `_drop_ins`
         self.contended = 0
 
     @functools.cached_property
@@ -354,13 +355,31 @@ class FsSpool(Spool):
         own (`b.json` holding `"id": "own"`), with that name. Each drop-in is read, so this
         is for an id no queue holds as `ID.json`, and `incoming/` alone: drop-ins land
         there, and an agent soon stores each as `ID.json`."""
-        for entry in iter_files(self._dirs[Queue.INCOMING]):
-            if entry.name == f"{riddle_id}.json" or ignored(entry.name):
-                continue
-            riddle = self._peek(entry.name)
-            if riddle is not None and riddle.id == riddle_id:
-                return entry.name, riddle
-        return None
+        name = self._drop_ins().get(riddle_id)
+        if name is None or name == f"{riddle_id}.json":
+            return None
+        riddle = self._peek(name)  # read again: the index may be a little behind
+        return (name, riddle) if riddle is not None and riddle.id == riddle_id else None
+
+    def _drop_ins(self) -> dict[str, str]:
+        """The entries of `incoming/` by the id each is (`peek_drop_in`), made again only
+        when the directory changed: a process that looks up many ids no queue holds
+        (`events` checking what killed commands left) reads each drop-in once."""
+        incoming = self._dirs[Queue.INCOMING]
+        try:
+            changed = os.stat(incoming).st_mtime_ns  # before the look: a change meanwhile shows
+        except FileNotFoundError:
+            return {}
+        known = self._drop_in_index
+        if known is not None and known[0] == changed:
+            return known[1]
+        index: dict[str, str] = {}
+        for entry in iter_files(incoming):
+            riddle = None if ignored(entry.name) else self._peek(entry.name)
+            if riddle is not None and riddle.id is not None:
+                index.setdefault(riddle.id, entry.name)
+        self._drop_in_index = (changed, index)
+        return index
 
     def _peek(self, name: str) -> Riddle | None:
         """The riddle the drop-in `name` of `incoming/` is (see `peek_drop_in`)."""

@@ -177,10 +177,13 @@ class Inputs:
         `ID.json` first: this is for an id no riddle row has, and drop-ins are few and
         soon read by a claim."""
         with self.db.session() as conn:
+            # Only those that may be it are read: named after it, or holding it in quotes.
             rows = conn.execute(
-                f"SELECT queue, name, raw FROM dropins WHERE {NOT_IGNORED} "
-                "ORDER BY name = %s DESC, at, name",
-                (f"{riddle_id}.json",),
+                f"SELECT queue, name, raw FROM dropins WHERE {NOT_IGNORED} AND (name = %(id)s "
+                "OR starts_with(name, %(id)s || '.') "
+                "OR position(convert_to(%(quoted)s, 'UTF8') in raw) > 0) "
+                "ORDER BY name = %(file)s DESC, at, name",
+                {"id": riddle_id, "quoted": f'"{riddle_id}"', "file": f"{riddle_id}.json"},
             ).fetchall()
         for queue_name, name, raw in rows:
             queue = Queue(queue_name)
