@@ -22,7 +22,7 @@ from riddlectl.document.model import DataItem, Riddle, Solution
 from riddlectl.errors import HandlerFailed, HandlerRefused, HandlerTimeout, InvalidData
 from riddlectl.handlers.base import Job, NamedHandler
 from riddlectl.spool.contract import DataPlace
-from riddlectl.spool.extractions import ExtractionCache, envelope
+from riddlectl.spool.extractions import ExtractionCache, envelope, seen_by
 from riddlectl.spool.states import INBOX, Queue, route
 
 
@@ -200,13 +200,13 @@ def _extract_item(riddle: Riddle, index: int, item: DataItem, ctx: StageContext)
         path = located()[0]
         job = ctx.job(riddle, EXTRACT.name, item_index=index, item_path=Path(path))
         found = _answer(call(handler, job), handler)
-        return envelope(item.file_plain, read(), handler.name, version, found)
+        return envelope(read(), handler.name, version, found)
 
     return ctx.store.get_or_make(key, make)
 
 
 def load_extractions(riddle: Riddle, ctx: StageContext) -> list[dict[str, Any] | None]:
-    return [ctx.store.load(item.file_extracted) for item in riddle.data]
+    return [seen_by(ctx.store.load(item.file_extracted), item.file_plain) for item in riddle.data]
 
 
 def extract_again(riddle: Riddle, ctx: StageContext) -> Outcome | None:
