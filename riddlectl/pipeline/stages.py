@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,7 +30,7 @@ from riddlectl.errors import (
 )
 from riddlectl.handlers.base import Job, NamedHandler
 from riddlectl.spool.contract import DataPlace
-from riddlectl.spool.extractions import ExtractionCache, envelope
+from riddlectl.spool.extractions import ExtractionCache, envelope, seen_by
 from riddlectl.spool.states import INBOX, Queue, route
 
 
@@ -40,14 +41,15 @@ class Outcome:
     outcome: str = "ok"
     error: str | None = None
     children: list[Riddle] = field(default_factory=list)
-    declined: list[str] = field(default_factory=list)  # solve handlers that declined first
+    # Solve handlers that declined first, each with how long it took to decline (s).
+    declined: list[tuple[str, float]] = field(default_factory=list)
     usage: dict[str, Any] = field(default_factory=dict)  # what each handler said it cost
 
 
 class NobodyAnswered(HandlerRefused):
     """Every solve handler declined."""
 
-    def __init__(self, declined: list[str]) -> None:
+    def __init__(self, declined: list[tuple[str, float]]) -> None:
         super().__init__("no solve handler answered")
         self.declined = declined
 
@@ -206,13 +208,13 @@ def _extract_item(riddle: Riddle, index: int, item: DataItem, ctx: StageContext)
         path = located()[0]
         job = ctx.job(riddle, EXTRACT.name, item_index=index, item_path=Path(path))
         found = _answer(call(handler, job), handler)
-        return envelope(item.file_plain, read(), handler.name, version, found)
+        return envelope(read(), handler.name, version, found)
 
     return ctx.store.get_or_make(key, make)
 
 
 def load_extractions(riddle: Riddle, ctx: StageContext) -> list[dict[str, Any] | None]:
-    return [ctx.store.load(item.file_extracted) for item in riddle.data]
+    return [seen_by(ctx.store.load(item.file_extracted), item.file_plain) for item in riddle.data]
 
 
 def extract_again(riddle: Riddle, ctx: StageContext) -> Outcome | None:
@@ -245,9 +247,10 @@ def solve(riddle: Riddle, ctx: StageContext) -> Outcome:
     if again is not None:
         return again
     job = ctx.job(riddle, SOLVE.name, extractions=load_extractions(riddle, ctx))
-    declined: list[str] = []
+    declined: list[tuple[str, float]] = []
     usage: dict[str, Any] = {}
     for handler in ctx.handlers:
+        started = time.monotonic()
         answer = _answer(call(handler, job), handler)
         _take_usage(answer, handler, usage)
         if answer.get("sub_riddles"):
@@ -258,7 +261,7 @@ def solve(riddle: Riddle, ctx: StageContext) -> Outcome:
             riddle.solution = _solution(answer, handler)
             riddle.status.solve.finished = True
             return Outcome(riddle, route(riddle, SOLVE.name), declined=declined, usage=usage)
-        declined.append(handler.name)
+        declined.append((handler.name, time.monotonic() - started))
     raise NobodyAnswered(declined)
 
 

@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from riddlectl.spool.extractions import seen_by
+
 if TYPE_CHECKING:
     from riddlectl.document.model import Riddle
     from riddlectl.spool.contract import Spool
@@ -85,7 +87,8 @@ def _entry(event: dict[str, Any]) -> dict[str, Any]:
 def _extractions(spool: Spool, riddle: Riddle) -> list[dict[str, Any]]:
     out = []
     for item in riddle.data:
-        extraction = spool.extractions.load(item.file_extracted) if item.file_extracted else None
+        stored = spool.extractions.load(item.file_extracted) if item.file_extracted else None
+        extraction = seen_by(stored, item.file_plain)  # its own path, not the maker's
         text = orjson.dumps(extraction, option=orjson.OPT_INDENT_2).decode() if extraction else ""
         out.append({"file": item.file_plain, "type": item.type, "extraction": text})
     return out
