@@ -3,12 +3,14 @@ out every case on that spool, and a test that reaches for the server unmarked fa
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from tests import pg
 from tests.conftest import ROOT
 
 
@@ -19,19 +21,14 @@ def fast_selection() -> str:
     return found.group(1)
 
 
-def pytest_run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
+def collected(*args: str) -> list[str]:
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--collect-only", "-q", *args],
         cwd=ROOT,
         capture_output=True,
         text=True,
         timeout=120,
-        env={**os.environ, **(env or {})},
     )
-
-
-def collected(*args: str) -> list[str]:
-    done = pytest_run("--collect-only", "-q", *args)
     assert done.returncode == 0, done.stdout + done.stderr
     return [line for line in done.stdout.splitlines() if "::" in line]
 
@@ -50,13 +47,12 @@ def test_the_fast_tier_leaves_out_every_postgresql_case() -> None:
     assert any("::TestMemorySpoolProperties" in test for test in fast)
 
 
-def test_a_test_that_reaches_for_postgresql_unmarked_fails_when_it_is_off(
-    tmp_path: Path,
+def test_a_test_that_reaches_for_postgresql_fails_when_it_is_off(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    (tmp_path / "test_sneaky.py").write_text(
-        "from tests import pg\n\n\ndef test_sneaky():\n    pg.require()\n"
-    )
-    done = pytest_run(str(tmp_path), env={"RIDDLECTL_TEST_PG": "off"})
-    assert done.returncode == 1, done.stdout
-    assert "RIDDLECTL_TEST_PG=off" in done.stdout
-    assert "marked `postgres`" in done.stdout
+    # As under RIDDLECTL_TEST_PG=off (read when tests/pg.py is imported): asking for the
+    # server, or starting one, fails the test and names the marker, even with one at hand.
+    monkeypatch.setattr(pg, "OFF", True)
+    for reach in (pg.require, lambda: pg.start(tmp_path, [])):
+        with pytest.raises(pytest.fail.Exception, match=r"RIDDLECTL_TEST_PG=off.*`postgres`"):
+            reach()
