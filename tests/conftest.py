@@ -50,11 +50,14 @@ MARK_BY_IMPORT = {
 }
 
 
-# Tests that share one costly thing per process run in one xdist worker under
-# `--dist loadgroup` (as scripts/test runs them): one llama.cpp server, one Chromium.
+# Tests that share one costly thing per process, for one xdist worker under `--dist
+# loadgroup`: one llama.cpp server, one Chromium. (pytest-xdist 3.8 ignores the groups
+# under pytest 9.2, which is why scripts/test runs the full run in one process.)
 GROUP_BY_MARK = {"model": "model", "browser": "browser"}
 
 
+# First: before `-m` deselects by marker and before xdist reads the groups.
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         fixtures = getattr(item, "fixturenames", ())
