@@ -6,7 +6,10 @@ known, the field; `str(error)` is the one line a user sees on stderr.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping, Sequence
 from enum import IntEnum
+from typing import Any
 
 
 class ExitCode(IntEnum):
@@ -126,3 +129,91 @@ class DocumentTooLarge(RiddleError):
     ):
         super().__init__(message, where=where, field=field)
         self.sizes = sizes or {}
+
+
+# -- what pydantic found wrong, in one line ---------------------------------------------------
+# Every place a pydantic `ValidationError` reaches a user (a document, a handler's reply,
+# an answer spec, a form) says it through these, so that it reads as one line naming each
+# field, never as pydantic's multi-line report with its URLs. They take the error's
+# `errors()` list, so this bottom layer needs no pydantic import.
+
+_MUST_BE = {
+    "string_type": "must be a string",
+    "int_type": "must be an integer",
+    "int_parsing": "must be an integer",
+    "int_from_float": "must be an integer",
+    "float_type": "must be a number",
+    "float_parsing": "must be a number",
+    "bool_type": "must be true or false",
+    "bool_parsing": "must be true or false",
+    "dict_type": "must be an object",
+    "model_type": "must be an object",
+    "model_attributes_type": "must be an object",
+    "list_type": "must be a list",
+    "tuple_type": "must be a list",
+    "none_required": "must be null",
+}
+_BOUNDS = {
+    "greater_than_equal": ("ge", "must be at least {}"),
+    "greater_than": ("gt", "must be greater than {}"),
+    "less_than_equal": ("le", "must be at most {}"),
+    "less_than": ("lt", "must be less than {}"),
+    "too_short": ("min_length", "must have at least {} items"),
+    "too_long": ("max_length", "must have at most {} items"),
+    "string_too_short": ("min_length", "must be at least {} characters long"),
+    "string_too_long": ("max_length", "must be at most {} characters long"),
+    "string_pattern_mismatch": ("pattern", "must match {}"),
+}
+_SHOWN = 40  # characters of a wrong value shown after "got"
+
+
+def field_path(loc: Sequence[int | str], skip: int = 0) -> str | None:
+    """A field's path as jq writes it and the data checks name it: `data[0].file_plain`;
+    `skip` leaves out leading parts that are no field (a union's tag)."""
+    path = ""
+    for part in loc[skip:]:
+        path += f"[{part}]" if isinstance(part, int) else f".{part}" if path else str(part)
+    return path or None
+
+
+def problem(error: Mapping[str, Any]) -> str:
+    """What is wrong with one field, without its name: `must be a string (got 42)`."""
+    kind = str(error.get("type", ""))
+    ctx = error.get("ctx") or {}
+    if kind == "missing":
+        return "is missing"
+    if kind == "extra_forbidden":
+        return "is not a known field"
+    if kind in _MUST_BE:
+        return f"{_MUST_BE[kind]} (got {_shown(error.get('input'))})"
+    if kind in _BOUNDS and _BOUNDS[kind][0] in ctx:
+        key, text = _BOUNDS[kind]
+        return f"{text.format(ctx[key])} (got {_shown(error.get('input'))})"
+    if kind == "literal_error" and "expected" in ctx:
+        return f"must be {ctx['expected']} (got {_shown(error.get('input'))})"
+    if kind in ("union_tag_invalid", "union_tag_not_found") and "expected_tags" in ctx:
+        return f"must be one of {ctx['expected_tags']} (got {_shown(ctx.get('tag'))})"
+    lines = str(error.get("msg", "")).strip().splitlines() or ["is not valid"]
+    message = lines[0].removeprefix("Value error, ").removeprefix("Assertion failed, ")
+    if message.startswith("Input should be "):
+        return f"must be {message.removeprefix('Input should be ')}"
+    return message
+
+
+def problems_line(errors: Sequence[Mapping[str, Any]], skip: int = 0) -> str:
+    """Every error of a `ValidationError.errors()` list in one line, each naming its
+    field: `solution must be a string (got [1]); explanation must be a string (got null)`."""
+    parts = []
+    for error in errors:
+        field = field_path(tuple(error.get("loc", ())), skip)
+        parts.append(f"{field} {problem(error)}" if field else problem(error))
+    return "; ".join(dict.fromkeys(parts)) or "is not valid"
+
+
+def _shown(value: Any) -> str:
+    """A wrong value as JSON writes it (`null`, `"x"`, `[1]`), cut short."""
+    try:
+        text = json.dumps(value, ensure_ascii=False, default=repr)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= _SHOWN else text[: _SHOWN - 1] + "…"

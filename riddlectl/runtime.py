@@ -6,6 +6,7 @@ thing run the same code.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -20,11 +21,12 @@ from riddlectl.settings import Settings
 from riddlectl.spool import spool_error
 from riddlectl.spool.contract import Spool
 from riddlectl.spool.events import EventLog
-from riddlectl.spool.states import STAGE_OF_INBOX
+from riddlectl.spool.states import STAGE_OF_INBOX, Queue
 
 # The pipeline, the handlers and the extraction cache are imported by the functions that
 # wire them: commands that only read the spool (`status`, `show`) start without them.
 if TYPE_CHECKING:
+    from riddlectl.document.model import Riddle
     from riddlectl.pipeline.ledger import Pipeline
     from riddlectl.pipeline.stages import StageContext
 
@@ -59,8 +61,23 @@ def open_spool(
     too (else `SpoolUnusable`), and the directories a writer needs besides the queues are
     made. Nothing is created in a place that is refused.
     """
-    return spools.open_spool(
-        settings.spool,
+    return spools.schemes.open_location(settings.spool, _options(settings, actor, create, writable))
+
+
+def find_spool(settings: Settings, actor: Actor | None = None) -> Spool | None:
+    """The spool of `settings` when there is one yet, opened for writing; else None."""
+    return spools.find_spool(settings.spool, _options(settings, actor, False, True))
+
+
+def make_spool(settings: Settings, actor: Actor | None = None) -> Spool:
+    """A new spool where `settings` say, made all or nothing."""
+    return spools.make_spool(settings.spool, _options(settings, actor, True, True))
+
+
+def _options(
+    settings: Settings, actor: Actor | None, create: bool, writable: bool
+) -> spools.schemes.OpenOptions:
+    return spools.schemes.OpenOptions(
         create=create,
         writable=writable,
         actor=actor,
@@ -86,12 +103,22 @@ def pipeline(settings: Settings, spool: Spool, actor: Actor) -> Pipeline:
     spool.on_corrupt = lambda queue, name, reason: events.append(
         Event.corrupt(actor, queue.value, STAGE_OF_INBOX.get(queue), name, reason).to_json()
     )
-    spool.on_abandoned = lambda queue, riddle, owner, count: events.append(
-        Event.abandoned(
-            riddle.id, STAGE_OF_INBOX.get(queue, queue.value), queue.value, riddle.rev, owner, count
-        ).to_json()
-    )
+    spool.on_abandoned = functools.partial(_abandoned, events)
     return Pipeline(spool, events, actor, policy, settings.max_abandoned)
+
+
+def _abandoned(
+    events: EventLog, queue: Queue, riddle: Riddle, owner: dict[str, Any], count: int
+) -> None:
+    """A claim found its holder dead: the event is logged now, and is the riddle's
+    history entry of that attempt, stored with the claimed document's next commit."""
+    from riddlectl.pipeline.ledger import MAX_HISTORY
+
+    event = Event.abandoned(
+        riddle.id, STAGE_OF_INBOX.get(queue, queue.value), queue.value, riddle.rev, owner, count
+    ).to_json()
+    events.append(event)
+    riddle.history = [*riddle.history, event][-MAX_HISTORY:]
 
 
 def recover_events(settings: Settings) -> int:

@@ -10,6 +10,7 @@ import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 
 import orjson
 import pytest
@@ -24,6 +25,65 @@ from tests.rig import Rig
 
 ROOT = Path(__file__).resolve().parent.parent
 HELPERS = Path(__file__).resolve().parent / "helpers"
+
+# What a test needs, read from what it uses, so that a test written later carries its
+# marker without being told (docs/guarantees.md#the-tests says what each marker means).
+# A fixture it asks for, directly or through another fixture:
+MARK_BY_FIXTURE = {
+    "pg_url": "postgres",
+    "pg_spool": "postgres",
+    "pg_cli": "postgres",
+    "browser": "browser",
+    "page": "browser",
+    "model_server": "model",
+}
+# A module its file imports something from (Tesseract and the Debian fonts of the image
+# generator; PocketSphinx and espeak-ng/sox of the recording generator):
+MARK_BY_IMPORT = {
+    "tesserocr": "ocr",
+    "riddlectl.handlers.builtin.ocr": "ocr",
+    "riddlectl.bench.extractors.images": "ocr",
+    "pocketsphinx": "audio",
+    "riddlectl.handlers.builtin.speech": "audio",
+    "riddlectl.handlers.builtin.recogniser": "audio",
+    "riddlectl.bench.extractors.speech": "audio",
+}
+
+
+# Tests that share one costly thing per process, for one xdist worker under `--dist
+# loadgroup`: one llama.cpp server, one Chromium. (pytest-xdist 3.8 ignores the groups
+# under pytest 9.2, which is why scripts/test runs the full run in one process.)
+GROUP_BY_MARK = {"model": "model", "browser": "browser"}
+
+
+# First: before `-m` deselects by marker and before xdist reads the groups.
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        fixtures = getattr(item, "fixturenames", ())
+        needs = {MARK_BY_FIXTURE[name] for name in fixtures if name in MARK_BY_FIXTURE}
+        needs |= imported_needs(getattr(item, "module", None))
+        for name in sorted(needs - {mark.name for mark in item.iter_markers()}):
+            item.add_marker(name)
+        for mark, group in GROUP_BY_MARK.items():
+            if item.get_closest_marker(mark) is not None:
+                item.add_marker(pytest.mark.xdist_group(group))
+                break
+
+
+def imported_needs(module: object) -> set[str]:
+    """The markers the names a test module imported call for (`from X import y`, `import X`)."""
+    found = set()
+    for value in vars(module).values() if module is not None else ():
+        if isinstance(value, ModuleType):
+            origin = value.__name__
+        else:
+            origin = getattr(value, "__module__", None)
+        if not isinstance(origin, str):
+            continue
+        # A prefix, not a whole name: `…builtin.ocr` covers ocrengine, ocrprep and the rest.
+        found |= {mark for prefix, mark in MARK_BY_IMPORT.items() if origin.startswith(prefix)}
+    return found
 
 
 @pytest.fixture(autouse=True)
@@ -42,7 +102,12 @@ def data_dir(tmp_path: Path) -> Path:
     return data
 
 
-@pytest.fixture(params=["memory", "fs", "postgres"])
+# The PostgreSQL case of a fixture run on every kind of spool: marked, so that `-m 'not
+# postgres'` (the fast tier) leaves it out and keeps the others.
+ON_POSTGRES = pytest.param("postgres", marks=pytest.mark.postgres)
+
+
+@pytest.fixture(params=["memory", "fs", ON_POSTGRES])
 def spool(request: pytest.FixtureRequest, tmp_path: Path) -> Spool:
     """Each spool implementation in turn: a test of what lies above the spool runs on
     each (on PostgreSQL in a schema of its own)."""
@@ -148,7 +213,7 @@ def pg_cli(pg_url: str, data_dir: Path) -> Cli:
     return Cli(pg_url, data_dir)
 
 
-@pytest.fixture(params=["fs", "postgres"])
+@pytest.fixture(params=["fs", ON_POSTGRES])
 def any_cli(request: pytest.FixtureRequest) -> Cli:
     """`cli` and `pg_cli` in turn: for what must hold on every kind of spool."""
     cli: Cli = request.getfixturevalue("cli" if request.param == "fs" else "pg_cli")

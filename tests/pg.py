@@ -5,6 +5,9 @@ answers, else a throwaway server this test run starts (initdb into a temporary
 directory, listening on a Unix socket there alone, stopped when the run ends) where
 PostgreSQL's server is installed. Without any, PostgreSQL tests are skipped, except
 under `CI=true`, where a missing server is a failure: a green CI run must have run them.
+`RIDDLECTL_TEST_PG=off` (set by `scripts/test --fast`) makes any use of PostgreSQL a
+failure that names the marker: a test of the fast tier that reached for the server
+without being marked `postgres` would otherwise pass on a machine that has one.
 """
 
 from __future__ import annotations
@@ -30,6 +33,16 @@ DEFAULT = "postgresql://postgres@127.0.0.1:5432/postgres"
 # Read at import: the tests' own fixture clears RIDDLECTL_* variables before each test.
 CONFIGURED = os.environ.get(ENV)
 IN_CI = os.environ.get("CI") == "true"
+OFF = CONFIGURED == "off"
+
+
+def refuse_when_off() -> None:
+    if OFF:
+        pytest.fail(
+            f"this run uses no PostgreSQL ({ENV}=off): a test that needs the server must be "
+            "marked `postgres` (tests/conftest.py marks those using the pg_* fixtures)",
+            pytrace=False,
+        )
 
 
 def answers(url: str) -> bool:
@@ -81,6 +94,7 @@ def start(
 ) -> subprocess.Popen[bytes]:
     """initdb into `home/data` (trust; with `hba`, for that address's /24 over TCP too)
     and start the server with `options`, after `prefix` (`ip netns exec NS`)."""
+    refuse_when_off()
     become = as_postgres()
     initdb, postgres = binary("initdb"), binary("postgres")
     assert become is not None and initdb and postgres
@@ -133,6 +147,7 @@ def throwaway() -> str | None:
 
 
 def require() -> str:
+    refuse_when_off()
     url = server()
     if url is None:
         why = f"no PostgreSQL server (set {ENV}, run one at {DEFAULT}, or install one)"

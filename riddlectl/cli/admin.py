@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -21,6 +21,9 @@ from riddlectl.errors import ExitCode, RiddleError
 from riddlectl.ops import admin
 from riddlectl.ops.doctor import examine
 from riddlectl.spool.states import Queue
+
+if TYPE_CHECKING:
+    pass
 
 app = command_group()
 
@@ -191,14 +194,20 @@ def copy_spool(
     events kept. Refuses while agents hold claims on either."""
     from dataclasses import replace
 
-    from riddlectl.ops.copy import copy
+    from riddlectl.ops.copy import copy, target_spool
     from riddlectl.spool import display_name
 
     settings = resolve(ctx)
     source = source or settings.spool
     names = (display_name(source), display_name(target))
     origin = runtime.open_spool(replace(settings, spool=source), create=False)
-    into = runtime.open_spool(replace(settings, spool=target), writable=True)
+    into_settings = replace(settings, spool=target)
+    into = target_spool(
+        origin,
+        names,
+        lambda: runtime.find_spool(into_settings),
+        lambda: runtime.make_spool(into_settings),
+    )
     copied = copy(origin, into, names)
     if as_json:
         counts = {queue.value: n for queue, n in copied.riddles.items()}

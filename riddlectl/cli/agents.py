@@ -42,6 +42,25 @@ def _handler_flags(values: list[str]) -> dict[str, tuple[str, ...]]:
     return {stage: tuple(specs) for stage, specs in table.items()}
 
 
+def _own_stage(stage: str, values: list[str]) -> tuple[str, ...]:
+    """An agent's handlers, given as `HANDLER` or as `run` takes them, `STAGE=HANDLER`;
+    one for another stage is refused rather than run at the wrong stage."""
+    specs = []
+    for value in values:
+        named, sep, spec = value.partition("=")
+        if sep and named in STAGES:
+            if named != stage or not spec:
+                raise RiddleError(
+                    f"this agent runs {stage}; give a handler for {stage} "
+                    f"(HANDLER or {stage}=HANDLER)",
+                    where="--handler",
+                    field=value,
+                )
+            value = spec
+        specs.append(value)
+    return tuple(specs)
+
+
 TimeoutOpt = Annotated[
     float | None,
     typer.Option(help="Seconds per handler call.", envvar=ENV_VARS["timeout"], show_default="60"),
@@ -79,7 +98,7 @@ def run(
         typer.Option(
             "--handler",
             help="STAGE=HANDLER (repeatable, in order): a built-in, module:attr, "
-            "cmd:COMMAND, http:URL or openai:MODEL.",
+            "cmd:COMMAND, http:URL (or a bare http://… URL) or openai:MODEL.",
         ),
     ] = None,
     concurrency: ConcurrencyOpt = 1,
@@ -140,8 +159,9 @@ def agent(
         list[str] | None,
         typer.Option(
             "--handler",
-            help="Handler for this stage (repeatable, in order): a built-in, module:attr, "
-            "cmd:COMMAND, http:URL or openai:MODEL.",
+            help="Handler for this stage, as HANDLER or STAGE=HANDLER (repeatable, in "
+            "order): a built-in, module:attr, cmd:COMMAND, http:URL (or a bare http://… "
+            "URL) or openai:MODEL.",
         ),
     ] = None,
     concurrency: ConcurrencyOpt = 1,
@@ -155,7 +175,7 @@ def agent(
         fail(f"unknown stage {stage!r}; one of {', '.join(STAGES)}", ExitCode.USAGE)
     if handler and stage == "manage":
         fail("manage takes no handlers", ExitCode.USAGE)
-    handlers = {stage: tuple(handler)} if handler else None
+    handlers = {stage: _own_stage(stage, handler)} if handler else None
     settings = resolve(
         ctx, timeout=timeout, max_attempts=max_attempts, max_trials=max_trials, handlers=handlers
     )

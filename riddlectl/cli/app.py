@@ -96,8 +96,8 @@ def _load(name: str) -> Any:
 app = typer.Typer(
     cls=LazyGroup,
     name="riddlectl",
-    help="Run multi-agent riddle solving over a crash-safe spool: a directory on one "
-    "machine, or a PostgreSQL database shared by many hosts.",
+    help="Run multi-agent riddle solving over a crash-safe spool: a directory, or "
+    "PostgreSQL shared by many hosts.",
     no_args_is_help=True,
     add_completion=True,
     pretty_exceptions_enable=False,
@@ -121,8 +121,8 @@ def main_options(
         typer.Option(
             "--spool",
             envvar=ENV_VARS["spool"],
-            help="The spool: a directory (PATH or file://PATH), or a "
-            "postgresql://USER@HOST/DB URL for a spool shared by many hosts.",
+            help="Spool: a directory (PATH or file://PATH), or a postgresql:// URL for a "
+            "spool shared by hosts.",
             show_default="./spool",
             metavar="PATH|URL",
         ),

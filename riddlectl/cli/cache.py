@@ -8,7 +8,7 @@ import typer
 
 from riddlectl import runtime
 from riddlectl.cli.common import command_group, guarded, resolve
-from riddlectl.errors import SpoolUnusable
+from riddlectl.errors import RiddleError, SpoolUnusable
 
 app = command_group()
 cache_app = command_group(
@@ -31,6 +31,8 @@ def clear(
     Safe while agents run. Prints how many were dropped.
     """
     settings = resolve(ctx)
+    if extractor is not None:
+        _check_extractor(extractor)
     spool = runtime.open_spool(settings, create=False)  # a missing spool is an error, not made
     try:
         dropped = spool.extractions.clear(extractor)
@@ -40,3 +42,18 @@ def clear(
             where=str(exc.filename or spool.name),
         ) from None
     typer.echo(f"dropped {dropped} cached extraction(s)")
+
+
+def _check_extractor(name: str) -> None:
+    """Refuse a name no extractor has: a built-in's, or a handler named as `--handler`
+    names one (`cmd:…`, `http:…`, `module:function`), so that a typo is not "dropped 0"."""
+    from riddlectl.handlers.registry import builtin_names
+
+    known = sorted(builtin_names("extract"))
+    if name in known or ":" in name:
+        return
+    raise RiddleError(
+        f"no extractor {name} (known: {', '.join(known)}, or a handler as --handler names one)",
+        where="cache clear",
+        field="--extractor",
+    )

@@ -30,6 +30,14 @@ app = command_group()
 # -- init, schema -------------------------------------------------------------------------------
 
 
+def _stored_priority(value: int | None) -> int | None:
+    # A document holds 64-bit integers: a bigger priority could never be stored. Checked
+    # here rather than with typer's min/max, whose 19-digit bounds would fill the help.
+    if value is not None and not -(2**63) <= value < 2**63:
+        raise typer.BadParameter("must be a 64-bit whole number (-2^63 to 2^63-1)")
+    return value
+
+
 @app.command()
 @guarded
 def init(ctx: typer.Context) -> None:
@@ -94,8 +102,11 @@ def submit(
     ] = None,
     priority: Annotated[
         int | None,
-        # A document holds 64-bit integers: a bigger priority could never be stored.
-        typer.Option(help="Priority (higher first).", min=-(2**63), max=2**63 - 1),
+        typer.Option(
+            help="Priority, a 64-bit whole number; higher goes first.",
+            show_default="0",
+            callback=_stored_priority,
+        ),
     ] = None,
     wait: Annotated[bool, typer.Option("--wait", help="Wait and print the results.")] = False,
     timeout: Annotated[
@@ -185,7 +196,8 @@ def ingest(
     ] = 1.0,
 ) -> None:
     """Move riddle files from DIRECTORY into the spool's incoming queue (drop-in rules);
-    print each name moved."""
+    print each name moved. Files that are no riddle are set aside in DIRECTORY/corrupt/
+    with NAME.reason beside each, and named on stderr."""
     from riddlectl.ops.ingest import ingest as run_ingest
 
     settings = resolve(ctx)
@@ -195,14 +207,19 @@ def ingest(
     run_ingest(
         spool,
         directory,
-        grace=settings.drop_in_grace,
+        settings,
         watch=watch,
         poll=poll,
         stop=stop,
         on_moved=_say_moved,
+        on_set_aside=_say_set_aside,
     )
 
 
 def _say_moved(name: str) -> None:
     typer.echo(name)
     sys.stdout.flush()  # for whoever follows the output of `ingest --watch`
+
+
+def _say_set_aside(path: str, reason: str) -> None:
+    typer.echo(f"riddlectl: {path}: {reason}", err=True)

@@ -32,6 +32,7 @@ from pydantic import (
 )
 
 from riddlectl.document.numbers import parse_number
+from riddlectl.errors import problem
 
 __all__ = [
     "AnswerSpec",
@@ -169,12 +170,12 @@ def _one_line(exc: ValidationError, obj: dict[str, Any]) -> str:
             f"(got {obj.get('type')!r})"
         )
     loc = [str(part) for part in error["loc"][1:]]  # [0] is the union tag
-    message = str(error["msg"]).removeprefix("Value error, ")
+    message = problem(error)
     if ":" in message and not loc and message.split(":")[0].isidentifier():
         return f"answer.{message}"  # our own validators name their field
     if error["type"] == "extra_forbidden":
         message = "unknown field"
-    return f"answer.{'.'.join(loc) or 'type'}: {message}".replace("\n", " ")
+    return f"answer.{'.'.join(loc) or 'type'}: {message}"
 
 
 def answer_schema() -> dict[str, Any]:

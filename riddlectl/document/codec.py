@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from riddlectl.errors import InvalidDocument
+from riddlectl.errors import InvalidDocument, field_path, problem, problems_line
 
 if TYPE_CHECKING:
     from riddlectl.document.model import Riddle
@@ -253,23 +253,11 @@ def to_riddle(obj: Any, where: str, default_id: str | None = None) -> Riddle:
     try:
         return Riddle.model_validate(obj)
     except ValidationError as exc:
-        error = exc.errors()[0]
-        raise InvalidDocument(
-            _first_line(error["msg"]), where=where, field=field_path(error["loc"])
-        ) from None
-
-
-def field_path(loc: tuple[int | str, ...]) -> str | None:
-    """A field's path as jq writes it and the data checks name it: `data[0].file_plain`."""
-    path = ""
-    for part in loc:
-        path += f"[{part}]" if isinstance(part, int) else f".{part}" if path else str(part)
-    return path or None
-
-
-def _first_line(message: str) -> str:
-    lines = message.strip().splitlines() or ["invalid"]
-    return lines[0].removeprefix("Value error, ")
+        # The first field is the error's own (a form puts the message beside it); the
+        # others follow in the same line, each naming its field.
+        first, *others = exc.errors()
+        message = "; ".join([problem(first), *([problems_line(others)] if others else [])])
+        raise InvalidDocument(message, where=where, field=field_path(first["loc"])) from None
 
 
 def parse(

@@ -3,7 +3,8 @@ handler is).
 
 Names: a built-in (`text`, `table`, `ocr`, `speech`, `calculator`, `gatekeeper`), an entry
 point in the group `riddlectl.handlers`, `module:attr`, `cmd:COMMAND` for an external
-command, `http:URL` for an endpoint, or `openai:MODEL` for a language model (see `models`).
+command, `http:URL` (or the bare `http://…`, `https://…`) for an endpoint, or
+`openai:MODEL` for a language model (see `models`).
 
 A handler's identity (`NamedHandler.identity`) keys the extraction cache, so that changing
 what a handler runs extracts files again: a built-in's version (for the extractors, with a
@@ -98,10 +99,12 @@ def load(spec: str, stage: str, settings: Settings | None = None) -> NamedHandle
 
         command = CommandHandler(spec.removeprefix("cmd:"), stage)
         return NamedHandler(spec, command)
-    if spec.startswith("http:"):
+    if spec.startswith(("http:", "https:")):
         from riddlectl.handlers.http import HttpHandler
 
-        return NamedHandler(spec, HttpHandler(spec.removeprefix("http:"), stage, _or(settings)))
+        # A bare `http://…` or `https://…` is the endpoint itself, named as `http:URL` is.
+        url = spec if spec.startswith(("http://", "https://")) else spec.removeprefix("http:")
+        return NamedHandler(f"http:{url}", HttpHandler(url, stage, _or(settings)))
     if spec.startswith("openai:"):
         from riddlectl.handlers.models import model_handler
 

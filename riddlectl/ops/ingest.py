@@ -1,17 +1,21 @@
-"""`ingest`: move riddle files from a directory into a spool, as drop-ins.
+"""`ingest`: take riddle files from a directory into a spool, as drop-ins, judged first.
 
 The way into a spool that is no directory (a PostgreSQL spool has none to drop files
 into), and a way into any spool from a directory that is not its `incoming/`. The rules
 are the drop-in rules of the filesystem spool (`spool.dropins`): names other programs
-write under (`.name`, `name.tmp`) are never taken; a file that does not read as a riddle
-yet and was changed within the grace period is left for the next look (it may still be
-being written); everything else goes into `incoming` as it is, and is judged there when
-an agent claims it (set aside with the reason when it is no riddle). A file is removed
-from the directory only once the spool holds it.
+write under (`.name`, `name.tmp`) are never taken. Each file is judged as it is taken,
+by the checks `submit` makes (it parses, it is a valid riddle within the size limits,
+its data files are present, readable and inside the data directory, its id is not in
+the spool yet): a good one goes into `incoming` as it is; a bad one is set aside in
+`DIR/corrupt/` with `NAME.reason` beside it, one line saying why. A file that fails and
+was changed within the grace period is left for the next look instead (it, or a data
+file it names, may still be being written). A file is removed from the directory only
+once the spool holds it or it lies in `corrupt/`.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
@@ -19,21 +23,29 @@ from collections.abc import Callable
 from pathlib import Path
 
 from riddlectl.document import codec as documents
-from riddlectl.errors import InvalidDocument, RiddleError
+from riddlectl.errors import InvalidData, InvalidDocument, RiddleError
+from riddlectl.ops.submit import check
+from riddlectl.settings import Settings
 from riddlectl.spool.contract import Spool
 from riddlectl.spool.dropins import ignored, read_drop_in
 from riddlectl.spool.states import Queue
+
+CORRUPT = "corrupt"  # where bad files are set aside, inside the directory ingested
+
+#: Told of each file set aside: the file (as named in DIRECTORY) and the reason.
+OnSetAside = Callable[[str, str], object]
 
 
 def ingest_once(
     spool: Spool,
     directory: Path,
-    grace: float,
+    settings: Settings,
     on_moved: Callable[[str], object] | None = None,
     stop: threading.Event | None = None,
+    on_set_aside: OnSetAside | None = None,
 ) -> int:
-    """Move what is ready in `directory` into the spool's `incoming`, until `stop` is set;
-    how many files."""
+    """Move what is ready in `directory` into the spool's `incoming`, or set it aside,
+    until `stop` is set; how many files were moved in."""
     moved = 0
     try:
         entries = sorted(os.scandir(directory), key=lambda entry: entry.name)
@@ -46,44 +58,96 @@ def ingest_once(
             break
         if ignored(entry.name) or not entry.is_file(follow_symlinks=False):
             continue
-        if _take(spool, entry.path, entry.name, grace):
+        if _take(spool, directory, entry.name, settings, on_set_aside):
             moved += 1
             if on_moved is not None:
                 on_moved(entry.name)
     return moved
 
 
-def _take(spool: Spool, path: str, name: str, grace: float) -> bool:
+def _take(
+    spool: Spool, directory: Path, name: str, settings: Settings, on_set_aside: OnSetAside | None
+) -> bool:
+    """Whether the file `name` was moved into the spool."""
+    path = directory / name
     limits = spool.limits
     try:
-        raw, info = documents.read_raw(path, limits.readable + 1)
+        raw, info = documents.read_raw(str(path), limits.readable + 1)
     except FileNotFoundError:
         return False  # taken by another ingest meanwhile
     if raw is None:
         return False
-    try:
-        read_drop_in(raw, info.st_size, Queue.INCOMING, name, limits)
-    except InvalidDocument:
-        if time.time() - info.st_mtime < grace:
+    why = _fault(spool, raw, info.st_size, name, settings)
+    if why is not None:
+        if time.time() - info.st_mtime < settings.drop_in_grace:
             return False  # may still be being written: looked at again next time
+        if _set_aside(directory, name, why) and on_set_aside is not None:
+            on_set_aside(str(path), why)
+        return False
     spool.drop_in(Queue.INCOMING, name, raw)
     os.unlink(path)
+    return True
+
+
+def _fault(spool: Spool, raw: bytes, size: int, name: str, settings: Settings) -> str | None:
+    """Why the file is no riddle the spool can take (field first, one line); None if it is."""
+    try:
+        riddle = read_drop_in(raw, size, Queue.INCOMING, name, spool.limits)
+        check(riddle, name, settings)
+    except (InvalidDocument, InvalidData) as exc:
+        return _one_line(exc)
+    if riddle.id is not None and spool.find(riddle.id) is not None:
+        return f"id: {riddle.id} is already in the spool"
+    return None
+
+
+def _one_line(exc: RiddleError) -> str:
+    """The reason without the place (the file is named beside it), as one line."""
+    text = f"{exc.field}: {exc.message}" if exc.field else exc.message
+    return " ".join(text.splitlines())
+
+
+def _set_aside(directory: Path, name: str, reason: str) -> bool:
+    """Move `directory/name` to `directory/corrupt/` with `NAME.reason` beside it (under a
+    name of its own when one of that name lies there already); False when the file went
+    meanwhile (another ingest took it)."""
+    corrupt = directory / CORRUPT
+    try:
+        corrupt.mkdir(exist_ok=True)
+        target = corrupt / name
+        if target.exists() or (corrupt / f"{name}.reason").exists():
+            target = corrupt / f"{name}.{time.time_ns()}"
+        reason_path = corrupt / f"{target.name}.reason"
+        staged = corrupt / f".{target.name}.reason.tmp"  # a name no look takes
+        staged.write_text(f"{reason}\n")
+        os.rename(staged, reason_path)
+    except OSError as exc:
+        raise RiddleError(
+            f"cannot set a file aside here: {exc.strerror or exc}", where=str(corrupt)
+        ) from None
+    try:
+        os.rename(directory / name, target)
+    except FileNotFoundError:
+        with contextlib.suppress(OSError):
+            os.unlink(reason_path)
+        return False
     return True
 
 
 def ingest(
     spool: Spool,
     directory: Path,
+    settings: Settings,
     *,
-    grace: float,
     watch: bool = False,
     poll: float = 1.0,
     stop: threading.Event | None = None,
     on_moved: Callable[[str], object] | None = None,
+    on_set_aside: OnSetAside | None = None,
 ) -> int:
     """`ingest_once`; with `watch`, again every `poll` s until `stop` is set."""
     stop = stop or threading.Event()
-    moved = ingest_once(spool, directory, grace, on_moved, stop)
+    moved = ingest_once(spool, directory, settings, on_moved, stop, on_set_aside)
     while watch and not stop.wait(poll):
-        moved += ingest_once(spool, directory, grace, on_moved, stop)
+        moved += ingest_once(spool, directory, settings, on_moved, stop, on_set_aside)
     return moved

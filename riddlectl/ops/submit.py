@@ -85,30 +85,40 @@ def prepare(
             reason = limits.too_large(size, limits.new_riddle, " for a new riddle")
             raise InvalidDocument(reason, where=where)
         riddle = documents.to_riddle(obj, where)
-        if not riddle.riddle.question.strip():
-            raise InvalidDocument("must not be empty", where=where, field="riddle.question")
         if riddle.id is None:
             riddle.id = new_id()
         if riddle.id in seen:
             raise InvalidDocument(f"id {riddle.id!r} is given twice", where=where, field="id")
         seen.add(riddle.id)
-        for index, item in enumerate(riddle.data):
-            if (item.file_plain, item.type) in checked:
-                continue
-            datafiles.check(
-                settings.data_dir,
-                item.file_plain,
-                item.type,
-                settings.max_data_bytes,
-                where,
-                f"data[{index}].file_plain",
-            )
-            checked.add((item.file_plain, item.type))
+        check(riddle, where, settings, checked)
         if priority is not None:
             riddle.priority = priority
         riddle.created = now
         riddles.append(riddle)
     return riddles
+
+
+def check(
+    riddle: Riddle, where: str, settings: Settings, checked: set[tuple[str, str]] | None = None
+) -> None:
+    """What a parsed riddle must hold besides its shape: a question, and data files present,
+    readable, inside the data directory and within the size limit (`InvalidDocument`,
+    `InvalidData`). `checked`: data files already found good, by (path, type); added to."""
+    checked = set() if checked is None else checked
+    if not riddle.riddle.question.strip():
+        raise InvalidDocument("must not be empty", where=where, field="riddle.question")
+    for index, item in enumerate(riddle.data):
+        if (item.file_plain, item.type) in checked:
+            continue
+        datafiles.check(
+            settings.data_dir,
+            item.file_plain,
+            item.type,
+            settings.max_data_bytes,
+            where,
+            f"data[{index}].file_plain",
+        )
+        checked.add((item.file_plain, item.type))
 
 
 def submit(pipeline: Pipeline, riddles: list[Riddle]) -> list[str]:

@@ -155,7 +155,9 @@ class Attempts:
         outcome = "timeout" if "timed out" in error else "error"
         to = claim.queue
         if delay is None:
-            error = f"{stage.name} failed after {attempts[stage.name]} attempts: {error}"
+            used = attempts[stage.name]
+            times = "attempt" if used == 1 else "attempts"
+            error = f"{stage.name} failed after {used} {times}: {error}"
             to = Queue.FAILED
         else:
             riddle.extensions()["retry_at"] = time.time() + delay

@@ -36,6 +36,8 @@ from riddlectl.spool.states import FINAL, STAGES, Queue, route
 
 MAX_HISTORY = 200  # entries kept per document, so a riddle retried forever stays small
 MAX_ERROR_CHARS = 1000  # of an error kept in a document: a handler's message may be huge
+# Moves a person makes (the commands, `doctor`): no agent hand-off, so no `contacts`.
+BY_HAND = frozenset({"hold", "release", "cancel", "retry", "doctor"})
 
 
 @dataclass
@@ -102,19 +104,22 @@ class Ledger:
         *,
         error: str | None = None,
         duration: float | None = None,
-        declined: Sequence[str] = (),
+        declined: Sequence[tuple[str, float]] = (),
         usage: dict[str, Any] | None = None,
     ) -> Move:
         """`riddle` made ready to go to `to`, with its history entries (one `declined`
         entry per solve handler that declined before the outcome; `usage`, what the
         handlers reported the attempt cost, on the outcome's); `commit` stores it."""
         notes = [
-            self.record(riddle, stage, claim.queue, claim.queue, "declined", handler=name)
-            for name in declined
+            self.record(
+                riddle, stage, claim.queue, claim.queue, "declined", handler=name, duration=took
+            )
+            for name, took in declined
         ]
         if error is not None and len(error) > MAX_ERROR_CHARS:
             error = error[:MAX_ERROR_CHARS] + "…"
-        riddle.contacts += 1
+        if stage not in BY_HAND:
+            riddle.contacts += 1
         if to is Queue.DONE:
             riddle.status.solved = is_solved(riddle)
         if error is not None or to is Queue.FAILED:

@@ -9,19 +9,28 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from riddlectl import inflight
 from riddlectl.document import datafiles
 from riddlectl.document.ids import sub_id
 from riddlectl.document.model import DataItem, Riddle, Solution
-from riddlectl.errors import HandlerFailed, HandlerRefused, HandlerTimeout, InvalidData
+from riddlectl.errors import (
+    HandlerFailed,
+    HandlerRefused,
+    HandlerTimeout,
+    InvalidData,
+    problems_line,
+)
 from riddlectl.handlers.base import Job, NamedHandler
 from riddlectl.spool.contract import DataPlace
-from riddlectl.spool.extractions import ExtractionCache, envelope
+from riddlectl.spool.extractions import ExtractionCache, envelope, seen_by
 from riddlectl.spool.states import INBOX, Queue, route
 
 
@@ -32,14 +41,15 @@ class Outcome:
     outcome: str = "ok"
     error: str | None = None
     children: list[Riddle] = field(default_factory=list)
-    declined: list[str] = field(default_factory=list)  # solve handlers that declined first
+    # Solve handlers that declined first, each with how long it took to decline (s).
+    declined: list[tuple[str, float]] = field(default_factory=list)
     usage: dict[str, Any] = field(default_factory=dict)  # what each handler said it cost
 
 
 class NobodyAnswered(HandlerRefused):
     """Every solve handler declined."""
 
-    def __init__(self, declined: list[str]) -> None:
+    def __init__(self, declined: list[tuple[str, float]]) -> None:
         super().__init__("no solve handler answered")
         self.declined = declined
 
@@ -201,13 +211,13 @@ def _extract_item(riddle: Riddle, index: int, item: DataItem, ctx: StageContext)
         path = located()[0]
         job = ctx.job(riddle, EXTRACT.name, item_index=index, item_path=Path(path))
         found = _answer(call(handler, job), handler)
-        return envelope(item.file_plain, read(), handler.name, version, found)
+        return envelope(read(), handler.name, version, found)
 
     return ctx.store.get_or_make(key, make)
 
 
 def load_extractions(riddle: Riddle, ctx: StageContext) -> list[dict[str, Any] | None]:
-    return [ctx.store.load(item.file_extracted) for item in riddle.data]
+    return [seen_by(ctx.store.load(item.file_extracted), item.file_plain) for item in riddle.data]
 
 
 def extract_again(riddle: Riddle, ctx: StageContext) -> Outcome | None:
@@ -240,9 +250,10 @@ def solve(riddle: Riddle, ctx: StageContext) -> Outcome:
     if again is not None:
         return again
     job = ctx.job(riddle, SOLVE.name, extractions=load_extractions(riddle, ctx))
-    declined: list[str] = []
+    declined: list[tuple[str, float]] = []
     usage: dict[str, Any] = {}
     for handler in ctx.handlers:
+        started = time.monotonic()
         answer = _answer(call(handler, job), handler)
         _take_usage(answer, handler, usage)
         if answer.get("sub_riddles"):
@@ -253,7 +264,7 @@ def solve(riddle: Riddle, ctx: StageContext) -> Outcome:
             riddle.solution = _solution(answer, handler)
             riddle.status.solve.finished = True
             return Outcome(riddle, route(riddle, SOLVE.name), declined=declined, usage=usage)
-        declined.append(handler.name)
+        declined.append((handler.name, time.monotonic() - started))
     raise NobodyAnswered(declined)
 
 
@@ -261,8 +272,8 @@ def _solution(answer: dict[str, Any], handler: NamedHandler) -> Solution:
     fields = {k: v for k, v in answer.items() if k not in ("accepted", "review")}
     try:
         return Solution.model_validate(fields)
-    except ValueError as exc:
-        raise HandlerFailed(f"{handler.name} answered an invalid solution: {exc}") from None
+    except ValidationError as exc:
+        raise HandlerFailed(f"{handler.name}: reply: {problems_line(exc.errors())}") from None
 
 
 def _spawn(parent: Riddle, specs: Any, handler: NamedHandler) -> Outcome:
@@ -279,8 +290,10 @@ def _spawn(parent: Riddle, specs: Any, handler: NamedHandler) -> Outcome:
         body = {"status": {"validate": {"required": False}}, "priority": parent.priority, **spec}
         try:
             child = Riddle.model_validate({**body, "id": child_id, "parent_id": parent.id})
-        except ValueError as exc:
-            raise HandlerFailed(f"{handler.name}: invalid sub-riddle: {exc}") from None
+        except ValidationError as exc:
+            raise HandlerFailed(
+                f"{handler.name}: invalid sub-riddle: {problems_line(exc.errors())}"
+            ) from None
         children.append(child)
     parent.sub_ids = [*parent.sub_ids, *(c.id or "" for c in children)]
     parent.sub_results = None

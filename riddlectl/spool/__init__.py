@@ -20,6 +20,8 @@ if TYPE_CHECKING:
 __all__ = [
     "NO_SPOOL",
     "display_name",
+    "find_spool",
+    "make_spool",
     "open_spool",
     "remove_spool",
     "scratch_spool",
@@ -62,6 +64,19 @@ def open_spool(
         max_data_bytes=max_data_bytes,
     )
     return schemes.open_location(location, options)
+
+
+def find_spool(location: str | os.PathLike[str], options: schemes.OpenOptions) -> Spool | None:
+    """The spool at `location` when there is one; None when there is none yet (a
+    directory without the layout, a database without the schema). Nothing is made."""
+    found: Spool | None = schemes.call(location, "find", options)
+    return found
+
+
+def make_spool(location: str | os.PathLike[str], options: schemes.OpenOptions) -> Spool:
+    """A new spool at `location`, made all or nothing: a failure leaves no part of it."""
+    made: Spool = schemes.call(location, "make", options)
+    return made
 
 
 def display_name(location: str | os.PathLike[str]) -> str:

@@ -37,9 +37,14 @@ def drop_in_stem(name: str) -> str | None:
 def read_drop_in(raw: bytes, size: int, queue: Queue, name: str, limits: Limits) -> Riddle:
     """The riddle in the `size` bytes of the entry `name` of `queue` (`raw`: read up to
     `limits.readable` + 1), or `InvalidDocument` saying why it is none."""
-    where = f"{queue.value}/{name}"
     # A stem that is no valid id gives way to a generated id, as `submit` gives one.
-    default_id = drop_in_stem(name) or new_id()
+    return _read(raw, size, queue, name, limits, drop_in_stem(name) or new_id())
+
+
+def _read(
+    raw: bytes, size: int, queue: Queue, name: str, limits: Limits, default_id: str | None
+) -> Riddle:
+    where = f"{queue.value}/{name}"
     riddle = documents.parse(raw, where, default_id, limits.readable, size)
     # A drop-in (never stored by a commit, so rev 0) is a new riddle: held to the same
     # share of the limit as a submission, or it could not grow as it moves on.
@@ -47,3 +52,18 @@ def read_drop_in(raw: bytes, size: int, queue: Queue, name: str, limits: Limits)
         reason = limits.too_large(len(raw), limits.new_riddle, " for a new riddle")
         raise InvalidDocument(reason, where=where)
     return riddle
+
+
+def peek_drop_in(raw: bytes, size: int, queue: Queue, name: str, limits: Limits) -> Riddle | None:
+    """The riddle a drop-in not yet taken in by a claim is, for readers (`status`,
+    `show`, `find`): under its own id, else its name's stem. None when it is none yet: it
+    does not read (it may still be being written; a claim sets it aside once its grace
+    is over), or it has neither an id nor a name that gives one (its id is made when an
+    agent takes it in)."""
+    if ignored(name):
+        return None
+    try:
+        riddle = _read(raw, size, queue, name, limits, drop_in_stem(name))
+    except Exception:  # whatever it is, it is no riddle yet: a claim will say why
+        return None
+    return riddle if riddle.id is not None else None

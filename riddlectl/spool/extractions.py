@@ -111,19 +111,29 @@ def _identity(info: os.stat_result, extractor: str, version: str) -> tuple[Any, 
     )
 
 
-def envelope(
-    source: str, content: bytes, extractor: str, version: str, found: dict[str, Any]
-) -> dict[str, Any]:
-    """One extraction schema for every extractor: where it came from, then what was found.
+def envelope(content: bytes, extractor: str, version: str, found: dict[str, Any]) -> dict[str, Any]:
+    """One extraction schema for every extractor: what it came from, then what was found.
 
     The handler's own fields come after these, and cannot replace them: the cache is
-    cleared by the `extractor` recorded here.
+    cleared by the `extractor` recorded here. What is stored is shared by every riddle
+    whose file has this content, so it holds nothing of one riddle's: each sees its own
+    file's path as `source` (`seen_by`).
     """
     head = {
         "schema": SCHEMA_VERSION,
-        "source": source,
         "sha256": hashlib.sha256(content).hexdigest(),
         "extractor": extractor,
         "version": version,
     }
-    return {**head, **{k: v for k, v in found.items() if k not in head}}
+    return {**head, **{k: v for k, v in found.items() if k not in (*head, "source")}}
+
+
+def seen_by(extraction: dict[str, Any] | None, source: str) -> dict[str, Any] | None:
+    """A stored extraction as the riddle whose data file `source` it was made from sees
+    it: with `source`, its own path, after `schema` (one stored before paths were kept out
+    of the cache loses the path of the riddle that made it)."""
+    if extraction is None:
+        return None
+    rest = {k: v for k, v in extraction.items() if k not in ("schema", "source")}
+    head = {"schema": extraction["schema"]} if "schema" in extraction else {}
+    return {**head, "source": source, **rest}

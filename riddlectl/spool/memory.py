@@ -26,7 +26,7 @@ from riddlectl.spool.contract import (
     stamp,
     unknown,
 )
-from riddlectl.spool.dropins import ignored, read_drop_in
+from riddlectl.spool.dropins import ignored, peek_drop_in, read_drop_in
 from riddlectl.spool.events import Committed
 from riddlectl.spool.memlogs import MemoryEventLog, MemoryExtractionCache
 from riddlectl.spool.states import Queue, route
@@ -104,6 +104,9 @@ class MemorySpool(Spool):
                 pause = wait - waited if told else min(wait, WAIT_NOTICE) - waited
                 self._mutex.wait(max(0.0, pause))
             found = self.find(riddle_id)
+            if found is not None and self._docs[found[0]].get(riddle_id) is None:
+                self._read_drop_ins(found[0])  # an unread drop-in: taken in, as a claim does
+                found = self.find(riddle_id)
             if found is None:
                 raise unknown(riddle_id)
             self._claimed.add(riddle_id)
@@ -151,6 +154,12 @@ class MemorySpool(Spool):
             for queue, docs in self._docs.items():
                 if riddle_id in docs:
                     return queue, docs[riddle_id].model_copy(deep=True)
+            # A drop-in no claim has read yet is a riddle all the same.
+            for queue, dropped in self._dropped.items():
+                for name, raw in dropped.items():
+                    riddle = peek_drop_in(raw, len(raw), queue, name, self.limits)
+                    if riddle is not None and riddle.id == riddle_id:
+                        return queue, riddle
         return None
 
     def ids(self, queue: Queue) -> list[str]:
@@ -162,7 +171,15 @@ class MemorySpool(Spool):
     def read(self, queue: Queue, riddle_id: str) -> Riddle | None:
         with self._mutex:
             riddle = self._docs[queue].get(riddle_id)
-            return None if riddle is None else riddle.model_copy(deep=True)
+            if riddle is not None:
+                return riddle.model_copy(deep=True)
+            # An entry of `ids` that is a drop-in's name, whatever id its document gives.
+            for name in (f"{riddle_id}.json", riddle_id):
+                raw = self._dropped[queue].get(name)
+                if raw is not None:
+                    return peek_drop_in(raw, len(raw), queue, name, self.limits)
+            found = self.find(riddle_id)  # a drop-in under a name other than its id
+            return found[1] if found is not None and found[0] is queue else None
 
     # -- input from outside ---------------------------------------------------------------
 

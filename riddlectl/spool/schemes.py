@@ -44,7 +44,9 @@ class OpenOptions:
 class Backend:
     """A kind of spool: the module that implements it and the extra it needs.
 
-    The module offers `open(location, options) -> Spool`, `settings_file(location)` (the
+    The module offers `open(location, options) -> Spool`, `find(location, options)` (the
+    spool there, or None when there is none yet), `make(location, options)` (a new spool
+    there, all or nothing), `settings_file(location)` (the
     config file that belongs to a spool there, or None), `display(location)` (the
     location as output names it, without secrets), `scratch(location, tag)` (a new empty
     spool of this kind near `location`, for `bench`) and `remove(location)` (drop such a

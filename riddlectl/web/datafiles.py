@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import tempfile
+import secrets
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -62,7 +62,7 @@ def store(data_dir: Path, name: str, chunks: Iterator[bytes], limit: int) -> str
     it). `InvalidData` when it is over `limit` bytes (nothing is kept then)."""
     folder = Path(data_dir) / UPLOADS
     folder.mkdir(parents=True, exist_ok=True)
-    fd, temp = tempfile.mkstemp(prefix=".upload-", dir=folder)
+    fd, temp = _temporary(folder)
     try:
         size = 0
         with os.fdopen(fd, "wb") as out:
@@ -75,6 +75,20 @@ def store(data_dir: Path, name: str, chunks: Iterator[bytes], limit: int) -> str
     finally:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temp)
+
+
+def _temporary(folder: Path) -> tuple[int, str]:
+    """A new hidden file in `folder` for an upload, with the mode any file made there
+    gets (0666 less the umask), not `mkstemp`'s 0600: agents running as another user of
+    the group read the data directory."""
+    for _ in range(100):
+        path = os.path.join(folder, f".upload-{secrets.token_hex(8)}")
+        try:
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+            return os.open(path, flags, 0o666), path
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"{folder}: no free temporary name")
 
 
 def _place(folder: Path, name: str, temp: str) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote, urlencode
 
 import orjson
 from fastapi import APIRouter, Request
@@ -22,7 +23,7 @@ from riddlectl.ops import admin
 from riddlectl.web import datafiles, forms, views
 from riddlectl.web import query as tables
 from riddlectl.web.live import Hub
-from riddlectl.web.service import ACTIONS, Service
+from riddlectl.web.service import ACTIONS, Done, Outcome, Service, http_status
 
 router = APIRouter(prefix="/app", include_in_schema=False)
 templates = Jinja2Templates(directory=Path(__file__).parent / "templates")
@@ -76,10 +77,18 @@ async def live(request: Request) -> EventSourceResponse:
 
 
 @router.get("/riddle/{riddle_id}", response_class=HTMLResponse)
-def riddle(request: Request, riddle_id: str, note: str = "") -> HTMLResponse:
+def riddle(
+    request: Request, riddle_id: str, done: str = "", to: str = "", subs: str = ""
+) -> HTMLResponse:
+    """A riddle's page; after an action on it, the notice of that action (by key)."""
+    return _riddle_page(request, riddle_id, views.notice(done, to, subs))
+
+
+def _riddle_page(request: Request, riddle_id: str, note: str, status: int = 200) -> HTMLResponse:
     web = _web(request)
     queue, found = web.spool.require(riddle_id)
-    return render(request, "riddle.html", **views.riddle_view(web.spool, queue, found), note=note)
+    view = views.riddle_view(web.spool, queue, found)
+    return render(request, "riddle.html", status, **view, note=note)
 
 
 # -- actions -------------------------------------------------------------------------------
@@ -111,20 +120,41 @@ async def act(request: Request) -> Response:
         raise InvalidDocument("no riddle chosen: tick rows first", where=action or "action")
     outcome = web.act(action, ids, all_or_none=False, **options)  # type: ignore[arg-type]
     back = str(form.get("back") or "/app/table")
-    if len(ids) == 1 and back.startswith("/app/riddle/"):
-        said = [f"{action}: {d}" for _, d in outcome.done] + [str(e) for e in outcome.refused]
-        note = "; ".join(said)
-        return RedirectResponse(f"{back}?note={_quote(note)}", status_code=303)
-    return render(request, "acted.html", action=action, outcome=outcome, back=_local(back))
+    if len(ids) == 1 and back == f"/app/riddle/{ids[0]}":
+        return _back_to_riddle(request, action, ids[0], outcome)
+    acted = [(d.id, d.queue, _remark(action, d)) for d in outcome.done]
+    return render(
+        request, "acted.html", action=action, said=ACTED[action], acted=acted,
+        refused=outcome.refused, back=_local(back),
+    )  # fmt: skip
 
 
 _FILTER_FIELDS = ("queue", "q", "trial", "solved", "parent", "min_age", "max_age", "sort")
+# What the page after a bulk action says was done, as "N riddles …".
+ACTED = {"retry": "put back to retry", "hold": "held", "release": "released", "cancel": "cancelled"}
 
 
-def _quote(text: str) -> str:
-    from urllib.parse import quote
+def _back_to_riddle(request: Request, action: str, riddle_id: str, outcome: Outcome) -> Response:
+    """Back to the riddle's page: done, by a redirect naming the notice by key; refused,
+    its page with the reason (the server's own words, never carried in the URL)."""
+    if not outcome.done:
+        error = outcome.refused[0]
+        return _riddle_page(request, riddle_id, str(error), http_status(error))
+    done = outcome.done[0]
+    key = "final" if action == "cancel" and done.detail == "already final" else action
+    subs = len(done.detail.split()) - 1 if key == "cancel" else 0
+    query = urlencode({"done": key, "to": done.queue, **({"subs": subs} if subs else {})})
+    return RedirectResponse(f"/app/riddle/{quote(riddle_id)}?{query}", status_code=303)
 
-    return quote(text[:300])
+
+def _remark(action: str, done: Done) -> str:
+    """What a bulk action's page adds to `ID → QUEUE/`."""
+    if action == "cancel":
+        if done.detail == "already final":
+            return "already final, left as it was"
+        subs = len(done.detail.split()) - 1
+        return f"with {views.plural(subs, 'sub-riddle')}" if subs else ""
+    return f"was in {done.detail}/" if action == "hold" else ""
 
 
 def _local(url: str) -> str:

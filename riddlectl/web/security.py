@@ -27,6 +27,8 @@ from http.cookies import SimpleCookie
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
+import orjson
+
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
@@ -121,7 +123,11 @@ class Secure:
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         refusal = self._refusal(scope, headers)
         if refusal is not None:
-            await _plain(send, *refusal)
+            status, text = refusal
+            if scope["path"].startswith("/api/"):
+                await _json_error(send, status, text)
+            else:
+                await _plain(send, status, f"riddlectl: {text}")
             return
         query = scope.get("query_string", b"").decode("latin-1")
         if self.guard.token and "token=" in query and scope["method"] == "GET":
@@ -132,18 +138,24 @@ class Secure:
     def _refusal(self, scope: Scope, headers: dict[str, str]) -> tuple[int, str] | None:
         method, path = scope["method"], scope["path"]
         if not self.guard.trusts(headers.get("host", "")):
-            return 421, "riddlectl: this server does not answer to that host name"
+            return 421, "this server does not answer to that host name"
         query = scope.get("query_string", b"").decode("latin-1")
         if not self.guard.authorized(headers, query):
-            return 401, "riddlectl: a token is needed (Authorization: Bearer TOKEN)"
+            if path.startswith("/api/"):
+                return 401, "a token is needed (Authorization: Bearer TOKEN)"
+            # A browser cannot send a header: it is told how to give the token once.
+            return 401, (
+                "a token is needed: open this page once with ?token=TOKEN at the end of "
+                "its address (a cookie keeps it), or send Authorization: Bearer TOKEN"
+            )
         if method in ("GET", "HEAD", "OPTIONS"):
             return None
         # Any other method is held to the rules of a change; the routes then answer all
         # but POST with 405 (and the methods they take).
         if not same_origin(headers, scope.get("scheme", "http")):
-            return 403, "riddlectl: refused: a cross-site request may not change anything"
+            return 403, "refused: a cross-site request may not change anything"
         if self.guard.read_only and (method, path) not in READ_ONLY_POSTS:
-            return 403, "riddlectl: refused: this server is read-only"
+            return 403, "refused: this server is read-only"
         return None
 
     async def _set_cookie(self, scope: Scope, query: str, send: Send) -> None:
@@ -187,6 +199,20 @@ async def _plain(send: Send, status: int, text: str) -> None:
             "type": "http.response.start",
             "status": status,
             "headers": [(b"content-type", b"text/plain; charset=utf-8"), *HEADERS],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+async def _json_error(send: Send, status: int, text: str) -> None:
+    """A refusal under `/api/`, in the API's error format (`{"error", "where", "field"}`)."""
+    body = orjson.dumps({"error": text, "where": None, "field": None})
+    extra = [(b"www-authenticate", b"Bearer")] if status == 401 else []
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", b"application/json"), *extra, *HEADERS],
         }
     )
     await send({"type": "http.response.body", "body": body})

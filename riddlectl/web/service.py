@@ -23,6 +23,7 @@ from riddlectl.ops import submit as submitting
 from riddlectl.pipeline.ledger import Pipeline
 from riddlectl.settings import Settings
 from riddlectl.spool.contract import Spool
+from riddlectl.spool.states import Queue
 from riddlectl.web import index as indexing
 from riddlectl.web.index import Index
 from riddlectl.web.keeper import Keeper
@@ -33,17 +34,27 @@ INDEX_NAME = "web-index.sqlite"
 COUNTS_TTL = 1.0  # seconds a count of the queues is shown again without a change
 
 
+@dataclass(frozen=True)
+class Done:
+    """One riddle acted on: the queue it is in now, and what the command of the action
+    prints for it (`hold`: where it was; `cancel`: the ids cancelled; else its queue)."""
+
+    id: str
+    queue: str
+    detail: str
+
+
 @dataclass
 class Outcome:
-    """What an action did: (id, where it went) for each riddle acted on, and why each
-    other was left as it was."""
+    """What an action did to each riddle acted on, and why each other was left as it
+    was."""
 
-    done: list[tuple[str, str]] = field(default_factory=list)
+    done: list[Done] = field(default_factory=list)
     refused: list[RiddleError] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         return {
-            "done": [{"id": i, "detail": d} for i, d in self.done],
+            "done": [{"id": d.id, "queue": d.queue, "detail": d.detail} for d in self.done],
             "refused": [error_body(e) for e in self.refused],
         }
 
@@ -124,23 +135,25 @@ class Service:
             if riddle_id in skip:
                 continue
             try:
-                outcome.done.append((riddle_id, step(riddle_id)))
+                queue, detail = step(riddle_id)
+                outcome.done.append(Done(riddle_id, queue, detail))
             except (RiddleError, TimeoutError) as exc:
                 outcome.refused.append(_as_error(exc, riddle_id))
-        indexing.refresh(self.index, self.spool, [i for i, _ in outcome.done])
+        indexing.refresh(self.index, self.spool, [d.id for d in outcome.done])
         return outcome
 
     @staticmethod
     def _step(
         pipeline: Pipeline, action: str, from_step: str | None, reset_trials: bool
-    ) -> Callable[[str], str]:
+    ) -> Callable[[str], tuple[str, str]]:
+        """The action on one riddle: the queue it is in afterwards, and its detail."""
         if action == "retry":
-            return lambda i: admin.retry(pipeline, i, from_step, reset_trials).value
+            return lambda i: _twice(admin.retry(pipeline, i, from_step, reset_trials).value)
         if action == "hold":
-            return lambda i: admin.hold(pipeline, i).value
+            return lambda i: (Queue.HOLD.value, admin.hold(pipeline, i).value)
         if action == "release":
-            return lambda i: admin.release(pipeline, i).value
-        return lambda i: " ".join(admin.cancel(pipeline, i)) or "already final"
+            return lambda i: _twice(admin.release(pipeline, i).value)
+        return lambda i: _cancelled(pipeline, i)
 
     def failed_ids(self) -> list[str]:
         return admin.failed_ids(self.pipeline())
@@ -190,6 +203,20 @@ def http_status(exc: RiddleError) -> int:
         ExitCode.TIMEOUT: 504,
         ExitCode.SPOOL_UNUSABLE: 503,
     }.get(exc.exit_code, 400)
+
+
+def _twice(queue: str) -> tuple[str, str]:
+    return queue, queue
+
+
+def _cancelled(pipeline: Pipeline, riddle_id: str) -> tuple[str, str]:
+    """`cancel` on one riddle: `failed` and the ids cancelled, or, for a riddle already
+    final (left as it was), the queue it is in and `already final`."""
+    cancelled = admin.cancel(pipeline, riddle_id)
+    if riddle_id in cancelled:
+        return Queue.FAILED.value, " ".join(cancelled)
+    found = pipeline.spool.find(riddle_id)
+    return (found[0].value if found else Queue.FAILED.value), "already final"
 
 
 def _as_error(exc: Exception, riddle_id: str) -> RiddleError:

@@ -11,12 +11,25 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from riddlectl.spool.extractions import seen_by
+
 if TYPE_CHECKING:
     from riddlectl.document.model import Riddle
     from riddlectl.spool.contract import Spool
     from riddlectl.spool.states import Queue
 
 TIMELINE_FIELDS = ("stage", "agent", "host", "pid", "outcome", "duration", "error")
+
+# What a riddle's page may say after an action taken on it: chosen by key in the URL
+# (`?done=KEY&to=QUEUE&subs=N`), never text from the URL itself, so that a link cannot
+# put words in the application's mouth. `to` must name a queue, `subs` be a small count.
+NOTICES = {
+    "hold": "Held: the riddle is now in hold/, until it is released.",
+    "release": "Released: the riddle is now in {to}/.",
+    "retry": "Put back to retry: the riddle is now in {to}/.",
+    "cancel": "Cancelled: the riddle is now in {to}/{subs}.",
+    "final": "Already final: the riddle was left as it was, in {to}/.",
+}
 
 
 def riddle_view(spool: Spool, queue: Queue, riddle: Riddle) -> dict[str, Any]:
@@ -43,6 +56,25 @@ def applicable(queue: Queue) -> list[str]:
     return ["release", "cancel"] if queue is Queue.HOLD else ["hold", "cancel"]
 
 
+def notice(done: str, to: str, subs: str) -> str:
+    """The notice of key `done` with its values; empty when any of them is not one the
+    server would have sent."""
+    from riddlectl.spool.states import Queue
+
+    if done not in NOTICES or to not in {q.value for q in Queue}:
+        return ""
+    if not (subs == "" or (subs.isdigit() and len(subs) <= 6)):
+        return ""
+    count = int(subs or 0)
+    with_subs = f", with {plural(count, 'sub-riddle')}" if count else ""
+    return NOTICES[done].format(to=to, subs=with_subs)
+
+
+def plural(n: int, noun: str) -> str:
+    """`1 riddle`, `2 riddles`."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
 def _entry(event: dict[str, Any]) -> dict[str, Any]:
     entry = {name: event.get(name) for name in TIMELINE_FIELDS}
     entry["when"] = when(event.get("time"))
@@ -55,7 +87,8 @@ def _entry(event: dict[str, Any]) -> dict[str, Any]:
 def _extractions(spool: Spool, riddle: Riddle) -> list[dict[str, Any]]:
     out = []
     for item in riddle.data:
-        extraction = spool.extractions.load(item.file_extracted) if item.file_extracted else None
+        stored = spool.extractions.load(item.file_extracted) if item.file_extracted else None
+        extraction = seen_by(stored, item.file_plain)  # its own path, not the maker's
         text = orjson.dumps(extraction, option=orjson.OPT_INDENT_2).decode() if extraction else ""
         out.append({"file": item.file_plain, "type": item.type, "extraction": text})
     return out

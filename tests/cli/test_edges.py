@@ -568,3 +568,20 @@ def test_output_into_a_closed_pipe_is_quiet(cli: Cli, args: list[str]) -> None:
         capture_output=True,
     )
     assert (proc.returncode, proc.stderr, proc.stdout) == (0, b"", b"{")
+
+
+def test_help_names_every_kind_of_spool_and_no_machine_limits(cli: Cli) -> None:
+    import tomllib
+
+    top = cli("--help")
+    assert top.code == 0
+    assert "filesystem spool" not in top.out, top.out
+    spool_help = " ".join(top.out.split("--spool", 1)[1].split("--data-dir", 1)[0].split())
+    assert "directory" in spool_help and "postgresql://" in spool_help, spool_help
+    submit = cli("submit", "--help")
+    assert "9223372036854775808" not in submit.out and "64-bit" in submit.out, submit.out
+    too_big = cli("submit", "--question", "q", "--priority", str(2**63))
+    assert too_big.code == 2 and "64-bit" in too_big.err, too_big.err
+    assert cli("submit", "--id", "low", "--question", "q", "--priority", str(-(2**63))).code == 0
+    project = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())
+    assert "filesystem spool" not in project["project"]["description"]

@@ -30,7 +30,7 @@ def test_submit_refuses_bad_input_and_writes_nothing(cli: Cli, tmp_path: Path) -
     refused = cli("submit", str(good), str(bad))
     assert refused.code == 2
     assert refused.err.strip().splitlines() == [
-        f"riddlectl: {bad}: riddle.question: Input should be a valid string"
+        f"riddlectl: {bad}: riddle.question: must be a string (got 7)"
     ]
     assert cli("status", "--json").json()["counts"]["incoming"] == 0
     evil = write_json(
@@ -348,3 +348,13 @@ def test_status_watch_refreshes_until_interrupted(cli: Cli) -> None:
         watcher.send_signal(signal.SIGINT)
         _, err = watcher.communicate(timeout=10)
     assert watcher.returncode == 0 and b"Traceback" not in err
+
+
+def test_a_drop_in_that_is_no_riddle_is_set_aside_with_a_one_line_reason(cli: Cli) -> None:
+    write_json(cli.spool / "incoming" / "odd.json", {"riddle": "what is 1 + 1?", "priority": "x"})
+    assert cli("run", "--once").code == 0
+    reason = (cli.spool / "corrupt" / "odd.json.reason").read_text().strip()
+    assert reason.endswith(
+        'odd.json: riddle: must be an object (got "what is 1 + 1?"); '
+        'priority must be an integer (got "x")'
+    ), reason

@@ -137,3 +137,61 @@ def test_two_agents_share_100_riddles_without_doubles(
     assert sorted(ids) == [f"c{i:03}" for i in range(100)]
     assert len(set(pids)) == 2, "both agents should have taken a share"
     assert len(list((cli.spool / "done").glob("*.json"))) == 100
+
+
+def test_a_reply_that_does_not_fit_is_one_line_naming_its_fields(
+    cli: Cli, tmp_path: Path
+) -> None:
+    solver = tmp_path / "misfit.sh"
+    solver.write_text(
+        "#!/bin/sh\ncat >/dev/null\n"
+        """echo '{"solution": ["42"], "explanation": null}'\n"""
+    )
+    solver.chmod(0o755)
+    cli("submit", "--id", "misfit", "--question", "1 + 1 =", "--no-extract")
+    run = cli("run", "--once", "--max-attempts", "1", "--handler", f"solve=cmd:{solver}")
+    assert run.code == 1, run.err
+    error = spool_doc(cli.spool, "failed", "misfit")["error"]
+    assert "\n" not in error and "pydantic" not in error, error
+    assert error.endswith(
+        f"cmd:{solver}: reply: solution must be a string (got [\"42\"]); "
+        "explanation must be a string (got null)"
+    ), error
+    status = cli("status", "misfit")
+    assert len(status.out.strip().splitlines()) == 2, status.out  # a header and one line
+    assert "explanation must be a string (got null)" in status.out
+
+
+def test_a_sub_riddle_that_does_not_fit_is_one_line_naming_its_fields(
+    cli: Cli, tmp_path: Path
+) -> None:
+    solver = tmp_path / "splitter.sh"
+    solver.write_text(
+        "#!/bin/sh\ncat >/dev/null\n"
+        """echo '{"sub_riddles": [{"riddle": "what is 1 + 1?"}]}'\n"""
+    )
+    solver.chmod(0o755)
+    cli("submit", "--id", "parent", "--question", "1 + 1 =", "--no-extract")
+    run = cli("run", "--once", "--max-attempts", "1", "--handler", f"solve=cmd:{solver}")
+    assert run.code == 1, run.err
+    error = spool_doc(cli.spool, "failed", "parent")["error"]
+    assert error.endswith(
+        f"cmd:{solver}: invalid sub-riddle: riddle must be an object "
+        '(got "what is 1 + 1?")'
+    ), error
+
+
+def test_agent_takes_stage_equals_handler_for_its_own_stage(cli: Cli) -> None:
+    cli("submit", "--id", "two", "--question", "1 + 1 =", "--no-extract", "--no-validate")
+    done = cli("agent", "solve", "--once", "--handler", """solve=cmd:echo '{"solution": 2}'""")
+    assert done.code == 0, done.err
+    assert (cli("result", "two").code, cli("result", "two").out) == (0, "2\n")
+
+
+def test_agent_refuses_a_handler_for_another_stage_in_one_line(cli: Cli) -> None:
+    done = cli("agent", "solve", "--once", "--handler", "validate=gatekeeper")
+    assert done.code == 2
+    assert done.err.strip().splitlines() == [
+        "riddlectl: --handler: validate=gatekeeper: this agent runs solve; "
+        "give a handler for solve (HANDLER or solve=HANDLER)"
+    ]

@@ -11,7 +11,8 @@ from riddlectl.spool import open_spool
 from riddlectl.spool.contract import Spool
 from riddlectl.spool.memory import MemorySpool
 
-SPOOLS = ["fs", "memory", "postgres"]
+# The PostgreSQL case carries the `postgres` marker: the fast tier leaves it out.
+SPOOLS = ["fs", "memory", pytest.param("postgres", marks=pytest.mark.postgres)]
 # The kind of spool (a row of riddlectl.spool.schemes) each parameter holds to the
 # contract; the in-memory twin is no row. tests/unit/test_open_spool.py checks that every
 # row has its parameter here.

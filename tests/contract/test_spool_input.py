@@ -3,10 +3,13 @@ riddle set aside with the reason."""
 
 from __future__ import annotations
 
+import contextlib
+
 import orjson
 import pytest
 
 from riddlectl.document.codec import Limits
+from riddlectl.errors import InvalidDocument
 from riddlectl.spool.contract import Corrupt, Spool
 from riddlectl.spool.states import Queue
 from tests.contract.conftest import riddle
@@ -39,6 +42,40 @@ def test_a_drop_in_takes_its_name_for_an_id_but_its_own_id_first(spool: Spool) -
     assert sorted(spool.ids(Queue.INCOMING)) == ["own", "stem"]
     stored = spool.commit(claims["own"], claims["own"].riddle, Queue.EXTRACTED)
     assert stored.rev == 1 and spool.find("own")[0] is Queue.EXTRACTED
+
+
+def test_a_drop_in_is_a_riddle_under_its_id_before_any_claim(spool: Spool) -> None:
+    spool.drop_in(Queue.INCOMING, "stem.json", doc())
+    spool.drop_in(Queue.INCOMING, "other.json", doc(id="own"))
+    spool.drop_in(Queue.INCOMING, "half.json", b'{"riddle": {"quest')  # still being written
+    for riddle_id in ("stem", "own"):
+        found = spool.find(riddle_id)
+        assert found is not None and found[0] is Queue.INCOMING
+        assert found[1].id == riddle_id
+    assert spool.find("other") is None  # its own id wins over its name
+    assert spool.find("half") is None  # no riddle until it reads as one
+    listed = [(Queue.INCOMING, entry) for entry in spool.ids(Queue.INCOMING)]
+    assert _readable(spool, listed) == ["own", "stem"]
+    assert _readable(spool, spool.recent(10)) == ["own", "stem"]
+    claim = spool.claim_id("own")
+    assert (claim.riddle.id, claim.queue) == ("own", Queue.INCOMING)
+    spool.commit(claim, claim.riddle, Queue.HOLD)
+    assert spool.find("own")[0] is Queue.HOLD  # type: ignore[index]
+    claim = spool.claim_id("stem")
+    assert claim.riddle.id == "stem"
+    spool.release(claim)
+
+
+def _readable(spool: Spool, listing: list[tuple[Queue, str]]) -> list[str]:
+    """The ids of what a listing's entries read as (what does not read is skipped, as
+    `status` skips it)."""
+    found = []
+    for queue, entry in listing:
+        with contextlib.suppress(InvalidDocument):
+            riddle = spool.read(queue, entry)
+            if riddle is not None:
+                found.append(riddle.id or "")
+    return sorted(found)
 
 
 def test_a_drop_in_of_an_id_the_spool_holds_is_set_aside(spool: Spool) -> None:

@@ -397,7 +397,7 @@ TestFsSpoolProperties.settings = SETTINGS
 TestMemorySpoolProperties = MemorySpoolMachine.TestCase
 TestMemorySpoolProperties.settings = SETTINGS
 # Fewer examples on PostgreSQL: each makes a schema, and every step is a round trip.
-TestPgSpoolProperties = PgSpoolMachine.TestCase
+TestPgSpoolProperties = pytest.mark.postgres(PgSpoolMachine.TestCase)
 TestPgSpoolProperties.settings = settings(SETTINGS, max_examples=15)
 
 

@@ -29,6 +29,14 @@ def open(location: str, options: OpenOptions) -> ToySpool:
     return spool
 
 
+def find(location: str, options: OpenOptions) -> ToySpool | None:
+    return OPENED.get(location)
+
+
+def make(location: str, options: OpenOptions) -> ToySpool:
+    return open(location, options)
+
+
 def settings_file(location: str) -> Path | None:
     return None
 

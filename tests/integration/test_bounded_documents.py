@@ -256,7 +256,7 @@ def test_a_failure_always_fits_and_retry_makes_room(
     )
     queue, failed = spool.require(riddle_id)
     assert queue is Queue.FAILED, failed.error
-    assert failed.error.startswith("extract failed after 1 attempts: RuntimeError: boom")
+    assert failed.error.startswith("extract failed after 1 attempt: RuntimeError: boom")
     assert len(failed.error) < 2_000  # a handler's huge message is cut, not stored whole
     assert len(orjson.dumps(failed.to_json())) <= 64 * 1024
     assert retry(pipeline, riddle_id) is Queue.INCOMING

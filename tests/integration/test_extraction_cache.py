@@ -158,6 +158,31 @@ def test_an_extractor_cannot_overwrite_the_envelope(cli: Cli, tmp_path: Path) ->
     assert extraction["variables"] == {"x": "3"}
 
 
+@pytest.mark.postgres
+def test_riddles_sharing_an_extraction_each_see_their_own_file(
+    any_cli: Cli, tmp_path: Path, helpers: Path
+) -> None:
+    for name in ("gen/x4.txt", "other/x4.txt"):  # one content under two paths
+        (any_cli.data / name).parent.mkdir(parents=True, exist_ok=True)
+        (any_cli.data / name).write_text("x = 4\n")
+    seen = tmp_path / "seen"
+    seen.mkdir()
+    env = {"PYTHONPATH": str(helpers), "RECORD_DIR": str(seen)}
+    for riddle_id, name in (("a", "gen/x4.txt"), ("b", "other/x4.txt")):
+        submitted = any_cli(
+            "submit", "--id", riddle_id, "--question", "x =", "--data", name, "--no-validate"
+        )
+        assert submitted.code == 0, submitted.err
+        ran = any_cli("run", "--once", "--handler", "solve=py_handlers:record_extractions", env=env)
+        assert ran.code == 0, ran.err
+    first, second = (orjson.loads((seen / f"{i}.json").read_bytes())[0] for i in "ab")
+    assert first["sha256"] == second["sha256"]  # one extraction, shared by content
+    assert (first["source"], second["source"]) == ("gen/x4.txt", "other/x4.txt")
+    if isinstance(any_cli.spool, Path):  # what the cache shares names no riddle's file
+        (stored,) = cache_files(any_cli)
+        assert "gen/x4.txt" not in stored.read_text()
+
+
 def test_cache_clear_drops_all_or_one_extractors_extractions(cli: Cli, tmp_path: Path) -> None:
     write_script(tmp_path / "extract.sh", SCRIPT, "1")
     assert solve_x_plus_one(cli, "text") == "11"
@@ -168,11 +193,32 @@ def test_cache_clear_drops_all_or_one_extractors_extractions(cli: Cli, tmp_path:
     (kept,) = cache_files(cli)
     assert orjson.loads(kept.read_bytes())["extractor"] == "text"
     nothing = cli("cache", "clear", "--extractor", "nope")
-    assert (nothing.code, nothing.out) == (0, "dropped 0 cached extraction(s)\n")
+    assert (nothing.code, nothing.out) == (2, "")
+    assert nothing.err == (
+        "riddlectl: cache clear: --extractor: no extractor nope "
+        "(known: ocr, speech, table, text, or a handler as --handler names one)\n"
+    )
+    assert len(cache_files(cli)) == 1  # refused: nothing dropped
     everything = cli("cache", "clear")
     assert (everything.code, everything.out) == (0, "dropped 1 cached extraction(s)\n")
     assert cache_files(cli) == []
     assert cli("doctor").code == 0
+
+
+def test_cache_clear_leaves_no_lock_files_behind(cli: Cli) -> None:
+    assert solve_x_plus_one(cli, "text") == "11"
+    cleared = cli("cache", "clear")
+    assert cleared.code == 0, cleared.err
+    assert sorted(p.name for p in (cli.spool / "cache" / "extractions").iterdir()) == []
+
+
+@pytest.mark.postgres
+def test_cache_clear_of_an_unknown_extractor_is_refused_on_postgresql(pg_cli: Cli) -> None:
+    assert solve_x_plus_one(pg_cli, "text") == "11"
+    refused = pg_cli("cache", "clear", "--extractor", "nonesuch")
+    assert (refused.code, refused.out) == (2, "")
+    assert refused.err.startswith("riddlectl: cache clear: --extractor: no extractor nonesuch (")
+    assert pg_cli("cache", "clear", "--extractor", "text").out == "dropped 1 cached extraction(s)\n"
 
 
 def test_cache_clear_needs_a_spool(cli: Cli, tmp_path: Path) -> None:

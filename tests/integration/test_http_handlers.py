@@ -236,3 +236,34 @@ def test_run_fails_after_max_attempts_of_5xx_with_the_token_redacted(
     assert "HTTP 503" in str(doc["error"]) and "[redacted]" in str(doc["error"])
     assert len(endpoint.seen("/down")) == 2
     no_token_anywhere(with_token.spool)
+
+
+def bare_url_solves(cli: Cli, riddle_id: str) -> None:
+    doc = shown(cli, riddle_id)
+    assert doc["solution"]["solution"] == "150", doc.get("error")  # type: ignore[index]
+
+
+def test_a_bare_url_is_an_http_handler_in_run(cli: Cli, endpoint: Endpoint) -> None:
+    url = endpoint.route("/bare", Scripted(200, ANSWER))
+    riddle_id = cli("submit", str(write_json(Path("r.json"), example_doc()))).out.strip()
+    done = cli("run", "--once", "--quiet", "--handler", f"solve={url}")
+    assert done.code == 0, done.err
+    bare_url_solves(cli, riddle_id)
+    assert len(endpoint.seen("/bare")) == 1
+
+
+def test_a_bare_url_is_an_http_handler_in_agent(cli: Cli, endpoint: Endpoint) -> None:
+    url = endpoint.route("/bare", Scripted(200, ANSWER))
+    riddle_id = cli("submit", "--no-extract", "--no-validate", "--question", "x * y =").out.strip()
+    done = cli("agent", "solve", "--once", "--handler", url)
+    assert done.code == 0, done.err
+    bare_url_solves(cli, riddle_id)
+
+
+def test_a_bare_url_is_an_http_handler_in_config(cli: Cli, endpoint: Endpoint) -> None:
+    url = endpoint.route("/bare", Scripted(200, ANSWER))
+    (cli.spool / "config.toml").write_text(f'[handlers]\nsolve = ["{url}"]\n')
+    riddle_id = cli("submit", str(write_json(Path("r.json"), example_doc()))).out.strip()
+    done = cli("run", "--once", "--quiet")
+    assert done.code == 0, done.err
+    bare_url_solves(cli, riddle_id)

@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 import orjson
+import pytest
 
 from tests.conftest import Cli, example_doc
 from tests.rig import until
@@ -24,13 +25,15 @@ def test_files_are_moved_in_and_handled(any_cli: Cli, tmp_path: Path) -> None:
     (inbox / "writing.tmp").write_bytes(b"{")
     done = any_cli("ingest", str(inbox))
     assert done.code == 0, done.err
-    assert done.out.splitlines() == ["first.json", "junk.json", "named.json"]
-    assert sorted(p.name for p in inbox.iterdir()) == [".partial.json", "writing.tmp"]
+    assert done.out.splitlines() == ["first.json", "named.json"]
+    assert sorted(p.name for p in inbox.iterdir()) == [".partial.json", "corrupt", "writing.tmp"]
+    set_aside = sorted(p.name for p in (inbox / "corrupt").iterdir())
+    assert set_aside == ["junk.json", "junk.json.reason"]
     ran = any_cli("run", "--once", env={"RIDDLECTL_DROP_IN_GRACE": "0.1"})
     assert ran.code == 0, ran.err
     assert any_cli("result", "first", "own").out == "first\t150\nown\t150\n"
     corrupt = any_cli("status", "--stage", "corrupt", "--json").json()
-    assert [c["file"] for c in corrupt["corrupt"]] == ["junk.json"]  # type: ignore[index]
+    assert corrupt["corrupt"] == []  # type: ignore[index]
 
 
 def test_a_young_file_that_does_not_read_yet_is_left_for_the_next_look(
@@ -65,3 +68,115 @@ def test_a_directory_that_is_not_one_is_refused(cli: Cli, tmp_path: Path) -> Non
     (tmp_path / "file").write_text("x")
     done = cli("ingest", str(tmp_path / "file"))
     assert (done.code, done.err) == (2, f"riddlectl: {tmp_path / 'file'}: not a directory\n")
+
+
+BOTH = pytest.mark.parametrize(
+    "any_cli", ["fs", pytest.param("postgres", marks=pytest.mark.postgres)], indirect=True
+)
+
+
+def _old(path: Path) -> None:
+    """As a file whose writer finished long ago: judged at once, with no grace."""
+    os.utime(path, (time.time() - 60, time.time() - 60))
+
+
+@BOTH
+def test_files_that_are_no_riddle_are_set_aside_with_the_reason(
+    any_cli: Cli, tmp_path: Path
+) -> None:
+    inbox = tmp_path / "inbox"
+    inbox.mkdir()
+    (any_cli.data / "big.txt").write_text("x = 1\n" * 100)
+    bad = {
+        "junk.json": b"{not json",
+        "typed.json": orjson.dumps({"riddle": 5}),
+        "empty.json": orjson.dumps(example_doc(riddle={"question": " "})),
+        "missing.json": orjson.dumps(
+            example_doc(data=[{"type": "text", "file_plain": "example/nonesuch.txt"}])
+        ),
+        "outside.json": orjson.dumps(
+            example_doc(data=[{"type": "text", "file_plain": "../outside.txt"}])
+        ),
+        "big.json": orjson.dumps(example_doc(data=[{"type": "text", "file_plain": "big.txt"}])),
+        "badid.json": orjson.dumps(example_doc(id="no/slash")),
+    }
+    (tmp_path / "outside.txt").write_text("x = 1\n")
+    for name, raw in bad.items():
+        (inbox / name).write_bytes(raw)
+        _old(inbox / name)
+    (inbox / "good.json").write_bytes(orjson.dumps(example_doc()))
+    done = any_cli("ingest", str(inbox), env={"RIDDLECTL_MAX_DATA_BYTES": "100"})
+    assert done.code == 0, done.err
+    assert done.out == "good.json\n"
+    assert sorted(p.name for p in inbox.iterdir()) == ["corrupt"]
+    corrupt = inbox / "corrupt"
+    assert sorted(p.name for p in corrupt.iterdir()) == sorted(
+        [*bad, *(f"{name}.reason" for name in bad)]
+    )
+    for name, raw in bad.items():
+        assert (corrupt / name).read_bytes() == raw  # set aside as it was
+        reason = (corrupt / f"{name}.reason").read_text()
+        assert reason.endswith("\n") and reason.count("\n") == 1, reason
+    lines = done.err.splitlines()
+    assert len(lines) == len(bad), done.err
+    for name in bad:
+        (line,) = [line for line in lines if f"{inbox / name}: " in line]
+        assert line.startswith("riddlectl: ")
+    fields = {
+        "empty.json": "riddle.question",
+        "missing.json": "data[0].file_plain",
+        "outside.json": "data[0].file_plain",
+        "big.json": "data[0].file_plain",
+        "badid.json": "id",
+    }
+    for name, field in fields.items():
+        assert f"{inbox / name}: {field}: " in done.err, done.err
+        assert (corrupt / f"{name}.reason").read_text().startswith(f"{field}: ")
+    ran = any_cli("run", "--once")
+    assert ran.code == 0, ran.err
+    assert any_cli("result", "good").out == "150\n"
+    assert any_cli("status", "--stage", "corrupt", "--json").json()["corrupt"] == []  # type: ignore[index]
+
+
+@BOTH
+def test_a_file_named_like_one_set_aside_before_is_set_aside_beside_it(
+    any_cli: Cli, tmp_path: Path
+) -> None:
+    inbox = tmp_path / "inbox"
+    inbox.mkdir()
+    for content in (b"{one", b"{two"):
+        (inbox / "bad.json").write_bytes(content)
+        _old(inbox / "bad.json")
+        assert any_cli("ingest", str(inbox)).code == 0
+    kept = sorted((inbox / "corrupt").iterdir())
+    assert len(kept) == 4
+    assert sorted(p.read_bytes() for p in kept if not p.name.endswith(".reason")) == [
+        b"{one",
+        b"{two",
+    ]
+
+
+@BOTH
+def test_an_id_already_in_the_spool_is_set_aside(any_cli: Cli, tmp_path: Path) -> None:
+    assert any_cli("submit", "--question", "1 + 1 =", "--id", "taken").code == 0
+    inbox = tmp_path / "inbox"
+    inbox.mkdir()
+    (inbox / "again.json").write_bytes(orjson.dumps(example_doc(id="taken")))
+    _old(inbox / "again.json")
+    done = any_cli("ingest", str(inbox))
+    assert (done.code, done.out) == (0, "")
+    assert f"{inbox / 'again.json'}: id: " in done.err
+    assert (inbox / "corrupt" / "again.json").exists()
+
+
+@BOTH
+def test_a_young_file_whose_data_is_missing_waits_for_the_grace(
+    any_cli: Cli, tmp_path: Path
+) -> None:
+    inbox = tmp_path / "inbox"
+    inbox.mkdir()
+    doc = example_doc(data=[{"type": "text", "file_plain": "example/later.txt"}])
+    (inbox / "early.json").write_bytes(orjson.dumps(doc))
+    waited = any_cli("ingest", str(inbox), env={"RIDDLECTL_DROP_IN_GRACE": "600"})
+    assert (waited.code, waited.out, waited.err) == (0, "", "")
+    assert (inbox / "early.json").exists()

@@ -36,6 +36,9 @@ from tests.conftest import Cli, example_doc
 from tests.pg import IN_CI
 from tests.rig import until
 
+# Its own PostgreSQL servers, not the `pg_*` fixtures: marked by hand.
+pytestmark = pytest.mark.postgres
+
 # The server's TCP settings: a silent peer is probed after 1 s, every 1 s, dropped after 2
 # unanswered probes; unacknowledged data is given up on after 2 s.
 SERVER_TCP = {

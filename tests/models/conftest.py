@@ -2,12 +2,12 @@
 server with the Gemma 3 270M model, as `scripts/model-server` builds it (the README's test
 command builds it once; it is reused after). Started once per session on a free port,
 stopped at the end. Without the built server these tests are skipped, saying why, except
-in CI (`CI=true`), where that is a failure."""
+in CI (`CI=true`), where that is a failure. The server is tied to the session
+(`tests/tether.py`): a session that is killed leaves none running."""
 
 from __future__ import annotations
 
 import os
-import signal
 import socket
 import subprocess
 import time
@@ -16,6 +16,8 @@ from pathlib import Path
 
 import httpx
 import pytest
+
+from tests import tether
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "model-server"
@@ -43,24 +45,14 @@ def model_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         _missing("not built")
     port = _free_port()
     log = tmp_path_factory.mktemp("model-server") / "server.log"
-    with log.open("wb") as out:
-        server = subprocess.Popen(
-            [str(SCRIPT), "start", str(port)],
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+    # Tied to this session: ended by the finaliser, and by the session's death too.
+    server = tether.start([str(SCRIPT), "start", str(port)], log)
     base = f"http://127.0.0.1:{port}/v1"
     try:
         _wait_up(base, server, log)
         yield base
     finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        try:
-            server.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            os.killpg(server.pid, signal.SIGKILL)
-            server.wait()
+        tether.stop(server)
 
 
 def _wait_up(base: str, server: subprocess.Popen[bytes], log: Path) -> None:

@@ -24,6 +24,19 @@ def test_hold_parks_a_riddle_and_release_puts_it_back(rig: Rig) -> None:
     assert history(riddle, "stage")[-2:] == ["hold", "release"]
 
 
+def test_commands_by_hand_are_no_hand_offs(rig: Rig) -> None:
+    held, cancelled = rig.submit(QUESTION, QUESTION)
+    admin.hold(rig.pipeline, held)
+    admin.release(rig.pipeline, held)
+    admin.cancel(rig.pipeline, cancelled)
+    admin.retry(rig.pipeline, cancelled)
+    for riddle_id in (held, cancelled):
+        _, riddle = rig.where(riddle_id)
+        assert riddle.contacts == 0, history(riddle, "stage")
+    rig.use("solve", answer("1")).drain(["solve"])
+    assert rig.where(held)[1].contacts == 1  # an agent's hand-off counts
+
+
 def test_refusals_name_every_riddle_a_command_cannot_act_on(rig: Rig) -> None:
     rig.use("solve", answer("1"))
     waiting, done = rig.submit(QUESTION, {**QUESTION, "status": {"validate": {"required": False}}})

@@ -150,3 +150,16 @@ def test_slugs_follow_github() -> None:
     assert slug("Bad input is refused, never half-taken") == "bad-input-is-refused-never-half-taken"
     heading = "`riddlectl hold` and `riddlectl release`"
     assert slug(heading) == "riddlectl-hold-and-riddlectl-release"
+
+
+def test_the_readme_activates_the_venv_before_it_calls_bare_riddlectl() -> None:
+    """The quick start runs `.venv/bin/riddlectl`; the tour after it calls `riddlectl` as
+    a user types it, which works only once the venv is activated: the README says how
+    before the first such line, and the quick start stays one command."""
+    readme = (ROOT / "README.md").read_text()
+    blocks = re.findall(r"```sh\n(.*?)```", readme, re.S)
+    quick = blocks[0].strip()
+    assert "\n" not in quick and ".venv/bin/riddlectl result" in quick, quick
+    first_bare = re.search(r"^riddlectl ", readme, re.M)
+    assert first_bare is not None
+    assert "source .venv/bin/activate" in readme[: first_bare.start()]

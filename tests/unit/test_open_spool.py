@@ -117,4 +117,5 @@ def test_the_scheme_table_and_the_contract_suite_know_the_same_back_ends() -> No
     fixture (tests/contract/conftest.py), or this fails."""
     in_table = {backend.kind for backend in schemes.SCHEMES.values()} | {schemes.DIRECTORY.kind}
     assert in_table == set(contract_fixture.BACKEND_OF_PARAM.values())
-    assert set(contract_fixture.BACKEND_OF_PARAM) <= set(contract_fixture.SPOOLS)
+    params = {getattr(param, "values", (param,))[0] for param in contract_fixture.SPOOLS}
+    assert set(contract_fixture.BACKEND_OF_PARAM) <= params

@@ -73,6 +73,16 @@ def test_a_declining_handler_leaves_the_riddle_to_the_next(rig: Rig) -> None:
     assert history(riddle, "handler", stage="solve") == ["decline", None]
 
 
+def test_declined_attempts_say_how_long_they_took(rig: Rig) -> None:
+    rig.use("solve", decline, decline, answer("3")).use("validate", accept)
+    (riddle_id,) = rig.submit(QUESTION)
+    rig.drain()
+    _, riddle = rig.where(riddle_id)
+    tried = [e for e in riddle.history if e["stage"] == "solve"]
+    assert [e["outcome"] for e in tried] == ["declined", "declined", "ok"]
+    assert all(isinstance(e.get("duration"), float) and e["duration"] >= 0 for e in tried)
+
+
 def test_a_riddle_no_handler_answers_fails_at_once(rig: Rig) -> None:
     rig.use("solve", decline, decline)
     (riddle_id,) = rig.submit(QUESTION)
@@ -309,3 +319,15 @@ def test_each_stage_takes_from_its_inbox_only(rig: Rig, stage: str) -> None:
     rig.submit({**QUESTION, **EXTRACTED_TOO})
     worker = rig.worker([stage])
     assert worker.tick() == (1 if stage == "extract" else 0)
+
+
+def test_one_attempt_is_said_in_the_singular(spool: Spool, tmp_path: Path) -> None:
+    rig = Rig(spool, tmp_path / "rig", retry=RetryPolicy(max_attempts=1, base=0.5, cap=30))
+    rig.use("solve", crash)
+    (riddle_id,) = rig.submit(QUESTION)
+    rig.drain()
+    queue, riddle = rig.where(riddle_id)
+    assert (queue, riddle.error) == (
+        Queue.FAILED,
+        "solve failed after 1 attempt: RuntimeError: boom",
+    )

@@ -48,7 +48,7 @@ def test_actions_are_the_commands_and_are_logged_as_web(served: Served) -> None:
         http.post("/api/submit", json=example(id="act-1"))
         held = http.post("/api/hold", json={"ids": ["act-1"]})
         assert held.status_code == 200
-        assert held.json()["done"] == [{"id": "act-1", "detail": "incoming"}]
+        assert held.json()["done"] == [{"id": "act-1", "queue": "hold", "detail": "incoming"}]
         assert http.get("/api/result/act-1").json()["queue"] == "hold"
         # An unknown id among several: nothing is done (as on the command line).
         mixed = http.post("/api/release", json={"ids": ["act-1", "no-such"]})
@@ -56,10 +56,12 @@ def test_actions_are_the_commands_and_are_logged_as_web(served: Served) -> None:
         assert http.get("/api/result/act-1").json()["queue"] == "hold"
         assert http.post("/api/release", json={"ids": ["act-1"]}).status_code == 200
         cancelled = http.post("/api/cancel", json={"ids": ["act-1"]})
-        assert cancelled.json()["done"] == [{"id": "act-1", "detail": "act-1"}]
+        assert cancelled.json()["done"] == [{"id": "act-1", "queue": "failed", "detail": "act-1"}]
         assert http.get("/api/result/act-1").json()["error"] == "cancelled"
         retried = http.post("/api/retry", json={"ids": ["act-1"], "from": "solve"})
-        assert retried.json()["done"] == [{"id": "act-1", "detail": "extracted"}]
+        assert retried.json()["done"] == [
+            {"id": "act-1", "queue": "extracted", "detail": "extracted"}
+        ]
         events = http.get("/api/events", params={"id": "act-1"}).json()
     stages = [(e["stage"], e["agent"]) for e in events]
     assert stages[-4:] == [("hold", "web"), ("release", "web"), ("cancel", "web"), ("retry", "web")]

@@ -5,12 +5,13 @@ it under safe names, and every kind of typed answer."""
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
 import orjson
 import pytest
 
-from tests.web.conftest import Served
+from tests.web.conftest import Served, make_cli, start
 
 SAME_ORIGIN = {"sec-fetch-site": "same-origin"}
 
@@ -166,3 +167,23 @@ def test_upload_is_sanitised_and_limited(served: Served) -> None:
     ]
     assert (uploads / "evil_name_rm_-rf.txt").read_bytes() == b"x = 4\n"
     assert not list(served.cli.data.parent.glob("*.txt"))  # nothing landed outside
+
+
+@pytest.mark.parametrize(
+    ("umask", "mode"), [(0o022, 0o644), (0o002, 0o664), (0o077, 0o600)], ids=["022", "002", "077"]
+)
+def test_uploads_get_the_mode_the_umask_gives(tmp_path: Path, umask: int, mode: int) -> None:
+    """Agents running as another user of the same group read the data directory: an
+    upload is made like any other file there, with the server's umask."""
+    before = os.umask(umask)
+    try:
+        server = start(make_cli(tmp_path))
+    finally:
+        os.umask(before)
+    try:
+        with server.client() as http:
+            stored = http.post("/app/upload", files={"file": ("facts.txt", b"x = 4\n")})
+            assert 'data-uploaded="uploads/facts.txt"' in stored.text
+    finally:
+        server.stop()
+    assert stat.S_IMODE((server.cli.data / "uploads" / "facts.txt").stat().st_mode) == mode

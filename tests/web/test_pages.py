@@ -43,7 +43,7 @@ def test_action_on_one_riddle_returns_to_its_page(served: Served) -> None:
         )
         assert done.status_code == 303
         page = http.get(done.headers["location"]).text
-    assert 'id="riddle-queue">hold<' in page and "hold: incoming" in page
+    assert 'id="riddle-queue">hold<' in page and "now in hold/" in page
     assert 'id="action-release"' in page and 'id="action-hold"' not in page
 
 
@@ -55,7 +55,7 @@ def test_action_on_ticked_rows_acts_on_those_it_can(served: Served) -> None:
             "/app/act", data={"action": "hold", "id": ["tick-1", "tick-2"], "scope": "selection"}
         )
     assert done.status_code == 200
-    assert "hold: 1 done, 1 left as they were" in done.text
+    assert "1 riddle held, 1 left as it was" in done.text
     assert "tick-2: cannot hold: it is in hold/" in done.text
 
 
@@ -73,7 +73,7 @@ def test_action_on_everything_matching_asks_first(served: Served) -> None:
         # A count that no longer holds (riddles came or went) asks again.
         assert 'id="confirm"' in http.post("/app/act", data={**form, "confirmed": "3"}).text
         done = http.post("/app/act", data={**form, "confirmed": "4"})
-        assert "cancel: 4 done" in done.text
+        assert "4 riddles cancelled" in done.text
         queues = {http.get(f"/api/result/bulk-{n}").json()["queue"] for n in range(4)}
     assert queues == {"failed"}
 
@@ -105,3 +105,61 @@ def _next_data(lines: object) -> str:
         if line.startswith("data:"):
             return str(line)
     raise AssertionError("stream ended")
+
+
+def test_bulk_actions_report_where_each_riddle_now_is(served: Served) -> None:
+    ids = ["where-1", "where-2"]
+    with served.client(**SAME_ORIGIN) as http:
+        http.post("/api/submit", json=[example(id=i) for i in ids])
+        for action in ("hold", "release", "cancel", "retry"):
+            done = http.post("/app/act", data={"action": action, "id": ids, "scope": "selection"})
+            assert done.status_code == 200, done.text
+            for riddle_id in ids:
+                now = http.get(f"/api/result/{riddle_id}").json()["queue"]
+                said = f'<a href="/app/riddle/{riddle_id}">{riddle_id}</a> → {now}/'
+                assert said in done.text, (action, now, done.text)
+    # Said as what happened, not as a queue's name with a count.
+    assert "2 riddles put back to retry" in done.text and "retry: 2 done" not in done.text
+
+
+def test_an_action_on_a_riddles_page_says_where_it_now_is(served: Served) -> None:
+    with served.client(**SAME_ORIGIN) as http:
+        http.post("/api/submit", json=example(id="note-hold"))
+        done = http.post(
+            "/app/act", data={"action": "hold", "id": "note-hold", "back": "/app/riddle/note-hold"}
+        )
+        assert done.status_code == 303
+        page = http.get(done.headers["location"]).text
+    assert 'id="note"' in page and "now in hold/" in page and "incoming" not in _note(page)
+
+
+def test_the_notice_box_shows_no_text_from_the_url(served: Served) -> None:
+    lure = "Your session expired, log in at http://evil.example"
+    with served.client() as http:
+        http.post("/api/submit", json=example(id="lured"))
+        for query in (
+            {"note": lure},
+            {"notice": lure},
+            {"done": lure},
+            {"done": "hold", "to": lure},
+            {"done": "release", "to": "<b>elsewhere</b>"},
+        ):
+            page = http.get("/app/riddle/lured", params=query)
+            assert page.status_code == 200
+            assert "evil.example" not in page.text and "elsewhere" not in page.text, query
+            assert 'id="note"' not in page.text, query
+
+
+def _note(page: str) -> str:
+    start = page.index('id="note"')
+    return page[start : page.index("</p>", start)]
+
+
+def test_an_action_refused_on_a_riddles_page_says_why_there(served: Served) -> None:
+    with served.client(**SAME_ORIGIN) as http:
+        http.post("/api/submit", json=example(id="note-refused"))
+        http.post("/api/hold", json={"ids": ["note-refused"]})
+        back = "/app/riddle/note-refused"
+        refused = http.post("/app/act", data={"action": "hold", "id": "note-refused", "back": back})
+    assert refused.status_code == 400
+    assert "cannot hold: it is in hold/" in _note(refused.text)

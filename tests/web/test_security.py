@@ -173,3 +173,65 @@ def test_a_spool_that_cannot_be_used_is_one_line(tmp_path: Path) -> None:
         cli.spool = spool
         done = cli("serve", "--port", "0", timeout=20)
         assert done.code == 5 and done.err.count("\n") == 1 and says in done.err, done.err
+
+
+def test_refusals_under_api_are_json_errors(tmp_path: Path) -> None:
+    server = start(make_cli(tmp_path), "--token", TOKEN, token=TOKEN)
+    try:
+        with httpx.Client(base_url=server.url, timeout=10) as bare:
+            refusals = [
+                bare.get("/api/status"),
+                bare.get("/api/status", headers={"authorization": "Bearer wrong"}),
+                bare.get("/api/status", headers={"host": "attacker.example"}),
+                bare.post(
+                    "/api/hold",
+                    json={"ids": ["x"]},
+                    headers={"authorization": f"Bearer {TOKEN}", "sec-fetch-site": "cross-site"},
+                ),
+            ]
+        for refused, status in zip(refusals, (401, 401, 421, 403), strict=True):
+            assert refused.status_code == status
+            assert refused.headers["content-type"] == "application/json"
+            body = refused.json()
+            assert set(body) == {"error", "where", "field"} and body["error"], body
+        assert refusals[0].headers["www-authenticate"] == "Bearer"
+        assert "Authorization: Bearer" in refusals[0].json()["error"]
+        assert "cross-site" in refusals[3].json()["error"]
+    finally:
+        server.stop()
+
+
+def test_a_page_without_the_token_says_how_a_browser_gives_it(tmp_path: Path) -> None:
+    server = start(make_cli(tmp_path), "--token", TOKEN, token=TOKEN)
+    try:
+        with httpx.Client(base_url=server.url, timeout=10) as bare:
+            page = bare.get("/app/table")
+    finally:
+        server.stop()
+    assert page.status_code == 401
+    assert "?token=" in page.text
+
+
+def test_read_only_offers_no_action_it_would_refuse(tmp_path: Path) -> None:
+    cli = make_cli(tmp_path)
+    assert cli("submit", "--id", "ro-seen", "--question", "x * y =").code == 0
+    server = start(cli, "--read-only")
+    try:
+        with server.client() as http:
+            pages = {p: http.get(p).text for p in ("/app/new", "/app/table", "/app/riddle/ro-seen")}
+            refused_api = http.post("/api/submit", json=example(id="ro"))
+            refused_page = http.post("/app/new", data={"question": "x * y ="})
+    finally:
+        server.stop()
+    new = pages["/app/new"]
+    assert 'id="read-only"' in new and "read-only" in new.lower()
+    assert 'id="submit"' not in new and 'id="upload-form"' not in new
+    assert 'action="/app/new"' not in new and "/app/upload" not in new
+    assert 'id="preview"' in new  # the preview changes nothing: it stays
+    for path, page in pages.items():
+        ticks = ('type="checkbox" name="id"', 'type="hidden" name="id"')
+        for offered in ('action="/app/act"', 'name="action"', *ticks, 'href="/app/new"'):
+            assert offered not in page, (path, offered)
+    # What is refused anyway says so, in the form each side reads.
+    assert refused_api.status_code == 403 and "read-only" in refused_api.json()["error"]
+    assert refused_page.status_code == 403 and "read-only" in refused_page.text

@@ -5,9 +5,11 @@ A location is a path, or `file://` and a path; its settings file is `config.toml
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 from riddlectl.spool.fs.fsspool import FsSpool
@@ -33,6 +35,31 @@ def open(location: str, options: OpenOptions) -> FsSpool:
         limits=options.limits,
         events_max_bytes=options.events_max_bytes,
     )
+
+
+def find(location: str, options: OpenOptions) -> FsSpool | None:
+    """The spool at `location` when there is one; None for a directory still to be made
+    (missing, or without the spool's layout)."""
+    root = root_of(location)
+    if not root.exists() or (root.is_dir() and not (root / "incoming").exists()):
+        return None
+    return open(location, replace(options, create=False))
+
+
+def make(location: str, options: OpenOptions) -> FsSpool:
+    """A new spool at `location`, all or nothing: on failure, what was made is removed
+    (a directory that was there keeps what it held before)."""
+    root = root_of(location)
+    before = set(os.listdir(root)) if root.is_dir() else None
+    try:
+        return open(location, replace(options, create=True))
+    except BaseException:
+        if before is None:
+            shutil.rmtree(root, ignore_errors=True)
+        else:
+            for name in set(os.listdir(root)) - before:
+                shutil.rmtree(root / name, ignore_errors=True)
+        raise
 
 
 def settings_file(location: str) -> Path:

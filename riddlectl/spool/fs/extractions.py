@@ -91,7 +91,24 @@ class FsExtractionCache(ExtractionCache):
                 os.unlink(entry.path)
                 dropped += 1
         self._kept.clear()
+        self._drop_free_locks()
         return dropped
+
+    def _drop_free_locks(self) -> None:
+        """Remove the lock files of extractions that are gone, unless one is being made:
+        taken first, so that a maker never works under a lock file removed from under it
+        (`Lock` checks after taking that its file is still the one at the path)."""
+        for entry in _scan(self.dir):
+            key = entry.name.removesuffix(".lock")
+            if key == entry.name or os.path.exists(self.dir / f"{key}.json"):
+                continue
+            lock = Lock(entry.path)
+            with contextlib.suppress(FileNotFoundError):
+                if lock.try_acquire():
+                    try:
+                        os.unlink(entry.path)
+                    finally:
+                        lock.release()
 
     def _read(self, reference: str) -> bytes | None:
         if OWN_PATH.fullmatch(reference):

@@ -46,7 +46,7 @@ from riddlectl.spool.contract import (
     unknown,
 )
 from riddlectl.spool.crashpoints import reach
-from riddlectl.spool.dropins import drop_in_stem, ignored, read_drop_in
+from riddlectl.spool.dropins import drop_in_stem, ignored, peek_drop_in, read_drop_in
 from riddlectl.spool.events import Committed
 from riddlectl.spool.fs import atomic, repair
 from riddlectl.spool.fs.events import DEFAULT_MAX_BYTES, FsEventLog
@@ -89,6 +89,7 @@ class FsSpool(Spool):
         self._dirs = {q: str(self.root / q.value) for q in Queue}
         self._locks = str(self.root / "locks")
         self._inboxes: dict[Queue, Inbox] = {}
+        self._drop_in_index: tuple[int, dict[str, str]] | None = None  # see `_drop_ins`
         self.contended = 0
 
     @property
@@ -313,10 +314,20 @@ class FsSpool(Spool):
         )
 
     def read(self, queue: Queue, riddle_id: str) -> Riddle | None:
+        """The document `ID.json` of `queue`; a drop-in there without an id of its own
+        reads under its name's stem (`ID`). In `incoming/`, an entry of `ids` that is a
+        drop-in's whole name (`notes.txt`) reads as that drop-in."""
         path = self._file(queue, riddle_id)
         try:
-            return self._parse_file(path, path)
+            return self._parse_file(path, path, drop_in_stem(f"{riddle_id}.json"))
         except FileNotFoundError:
+            pass
+        if queue is not Queue.INCOMING or "/" in riddle_id or ignored(riddle_id):
+            return None
+        path = f"{self._dirs[queue]}/{riddle_id}"
+        try:
+            return self._parse_file(path, path, drop_in_stem(riddle_id))
+        except (FileNotFoundError, IsADirectoryError):
             return None
 
     def _parse_file(self, path: str, where: str, default_id: str | None = None) -> Riddle:
@@ -338,12 +349,57 @@ class FsSpool(Spool):
         for queue in Queue:
             with contextlib.suppress(InvalidDocument):
                 riddle = self.read(queue, riddle_id)
-                if riddle is not None:
+                # A drop-in `ID.json` whose document names another id is that riddle.
+                if riddle is not None and riddle.id == riddle_id:
                     found.append((riddle.rev, queue, riddle))
         if not found:
-            return None
+            dropped = self._dropped(riddle_id)
+            return None if dropped is None else (Queue.INCOMING, dropped[1])
         _, queue, riddle = max(found, key=lambda f: f[0])
         return queue, riddle
+
+    def _dropped(self, riddle_id: str) -> tuple[str, Riddle] | None:
+        """The drop-in of `incoming/` that is the riddle `riddle_id` under a name of its
+        own (`b.json` holding `"id": "own"`), with that name. Each drop-in is read, so this
+        is for an id no queue holds as `ID.json`, and `incoming/` alone: drop-ins land
+        there, and an agent soon stores each as `ID.json`."""
+        name = self._drop_ins().get(riddle_id)
+        if name is None or name == f"{riddle_id}.json":
+            return None
+        riddle = self._peek(name)  # read again: the index may be a little behind
+        return (name, riddle) if riddle is not None and riddle.id == riddle_id else None
+
+    def _drop_ins(self) -> dict[str, str]:
+        """The entries of `incoming/` by the id each is (`peek_drop_in`), made again only
+        when the directory changed: a process that looks up many ids no queue holds
+        (`events` checking what killed commands left) reads each drop-in once."""
+        incoming = self._dirs[Queue.INCOMING]
+        try:
+            changed = os.stat(incoming).st_mtime_ns  # before the look: a change meanwhile shows
+        except FileNotFoundError:
+            return {}
+        known = self._drop_in_index
+        if known is not None and known[0] == changed:
+            return known[1]
+        index: dict[str, str] = {}
+        for entry in iter_files(incoming):
+            riddle = None if ignored(entry.name) else self._peek(entry.name)
+            if riddle is not None and riddle.id is not None:
+                index.setdefault(riddle.id, entry.name)
+        self._drop_in_index = (changed, index)
+        return index
+
+    def _peek(self, name: str) -> Riddle | None:
+        """The riddle the drop-in `name` of `incoming/` is (see `peek_drop_in`)."""
+        try:
+            raw, info = documents.read_raw(
+                f"{self._dirs[Queue.INCOMING]}/{name}", self.limits.readable + 1
+            )
+        except OSError:
+            return None
+        if raw is None:
+            return None
+        return peek_drop_in(raw, info.st_size, Queue.INCOMING, name, self.limits)
 
     def counts(self) -> dict[Queue, int]:
         # Regular files only, told by the directory entry's type: no stat per file, for
@@ -560,7 +616,11 @@ class FsSpool(Spool):
 
     def claim_id(self, riddle_id: str, wait: float = 5.0) -> Claim:
         if not self._anywhere(riddle_id):  # before any lock file is made for it
-            raise unknown(riddle_id)
+            claim = self._claim_dropped(riddle_id, wait)
+            if claim is not None:
+                return claim
+            if not self._anywhere(riddle_id):  # an agent may have taken it in meanwhile
+                raise unknown(riddle_id)
         lock = self.lock(riddle_id)
         if not self._acquire(lock, riddle_id, wait):
             raise busy(riddle_id, wait)
@@ -573,6 +633,23 @@ class FsSpool(Spool):
         if claim is None:  # lost to a newer copy that appeared meanwhile: try once more
             return self.claim_id(riddle_id, wait)
         return claim
+
+    def _claim_dropped(self, riddle_id: str, wait: float) -> Claim | None:
+        """Claim the drop-in that is `riddle_id` under another name, storing it as
+        `ID.json` first, as an agent's claim does; None when there is none (any more)."""
+        dropped = self._dropped(riddle_id)
+        if dropped is None:
+            return None
+        name = dropped[0]
+        stem = drop_in_stem(name)
+        name_lock = self.lock(stem or _hashed(name))
+        if not self._acquire(name_lock, riddle_id, wait):
+            raise busy(riddle_id, wait)
+        riddle = self._peek(name)  # again, under the lock: an agent may have been first
+        if riddle is None or riddle.id != riddle_id:
+            self._let_go(name_lock, stem)
+            return None
+        return self._adopt(Queue.INCOMING, name, riddle, name_lock, stem)
 
     def _acquire(self, lock: Lock, riddle_id: str, wait: float) -> bool:
         """Take a riddle's lock within `wait` s, telling `on_wait` once it takes long."""

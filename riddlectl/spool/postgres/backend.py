@@ -7,12 +7,14 @@ belongs to it (`--config FILE` or `RIDDLECTL_CONFIG` name one).
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 
 from riddlectl.errors import SpoolUnusable
 from riddlectl.spool.postgres import url as urls
 from riddlectl.spool.postgres.opening import drop, open_pg
 from riddlectl.spool.postgres.pgspool import PgSpool
 from riddlectl.spool.schemes import OpenOptions
+from riddlectl.spool.unusable import NO_SPOOL
 
 
 def open(location: str, options: OpenOptions) -> PgSpool:
@@ -24,6 +26,21 @@ def open(location: str, options: OpenOptions) -> PgSpool:
         data_dir=options.data_dir,
         max_data_bytes=options.max_data_bytes,
     )
+
+
+def find(location: str, options: OpenOptions) -> PgSpool | None:
+    """The spool at `location` when its schema is there; None for one still to be made."""
+    try:
+        return open(location, replace(options, create=False))
+    except SpoolUnusable as exc:
+        if exc.message == NO_SPOOL:
+            return None
+        raise
+
+
+def make(location: str, options: OpenOptions) -> PgSpool:
+    """A new spool at `location`: its schema is made in one transaction, all or nothing."""
+    return open(location, replace(options, create=True))
 
 
 def settings_file(location: str) -> None:

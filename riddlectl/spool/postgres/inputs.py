@@ -17,15 +17,17 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from riddlectl.errors import InvalidDocument
 from riddlectl.spool.contract import Corrupt
-from riddlectl.spool.dropins import ignored, read_drop_in
+from riddlectl.spool.dropins import ignored, peek_drop_in, read_drop_in
 from riddlectl.spool.postgres.db import Conn
 from riddlectl.spool.states import Queue
 
 if TYPE_CHECKING:
+    from riddlectl.document.model import Riddle
     from riddlectl.spool.postgres.pgspool import PgSpool
 
 READ_AT_ONCE = 64  # drop-ins read per claim
@@ -166,3 +168,51 @@ class Inputs:
                 f"SELECT queue, count(*) FROM dropins WHERE {NOT_IGNORED} GROUP BY queue"
             ).fetchall()
         return {Queue(queue): int(n) for queue, n in rows}
+
+    # -- drop-ins as riddles before a claim reads them (see `dropins.peek_drop_in`) ------
+
+    def dropped(self, riddle_id: str) -> tuple[Queue, Riddle] | None:
+        """The unread drop-in that is the riddle `riddle_id`, and its queue; None when
+        there is none. Each is read (its own id wins over its name), the one named
+        `ID.json` first: this is for an id no riddle row has, and drop-ins are few and
+        soon read by a claim."""
+        with self.db.session() as conn:
+            # Only those that may be it are read: named after it, or holding it in quotes.
+            rows = conn.execute(
+                f"SELECT queue, name, raw FROM dropins WHERE {NOT_IGNORED} AND (name = %(id)s "
+                "OR starts_with(name, %(id)s || '.') "
+                "OR position(convert_to(%(quoted)s, 'UTF8') in raw) > 0) "
+                "ORDER BY name = %(file)s DESC, at, name",
+                {"id": riddle_id, "quoted": f'"{riddle_id}"', "file": f"{riddle_id}.json"},
+            ).fetchall()
+        for queue_name, name, raw in rows:
+            queue = Queue(queue_name)
+            riddle = peek_drop_in(bytes(raw), len(raw), queue, name, self.spool.limits)
+            if riddle is not None and riddle.id == riddle_id:
+                return queue, riddle
+        return None
+
+    def dropped_as(self, queue: Queue, entry: str) -> Riddle | None:
+        """The riddle the drop-in listed as `entry` by `dropped_ids` is (under its own id,
+        which may differ from `entry`); None when it is gone or is no riddle yet."""
+        with self.db.session() as conn:
+            row = conn.execute(
+                "SELECT name, raw FROM dropins WHERE queue = %s AND name = ANY(%s) "
+                "ORDER BY name = %s DESC LIMIT 1",
+                (queue.value, [f"{entry}.json", entry], f"{entry}.json"),
+            ).fetchone()
+        if row is None:
+            return None
+        name, raw = row
+        return peek_drop_in(bytes(raw), len(raw), queue, name, self.spool.limits)
+
+    def dropped_recent(self, limit: int, queues: Iterable[Queue]) -> list[tuple[float, Queue, str]]:
+        """The `limit` newest drop-ins of `queues`: (when dropped, queue, entry as
+        `dropped_ids` lists it)."""
+        with self.db.session() as conn:
+            rows = conn.execute(
+                f"SELECT at, queue, name FROM dropins WHERE queue = ANY(%s) AND {NOT_IGNORED} "
+                "ORDER BY at DESC, name LIMIT %s",
+                ([queue.value for queue in queues], limit),
+            ).fetchall()
+        return [(float(at), Queue(queue), name.removesuffix(".json")) for at, queue, name in rows]

@@ -291,7 +291,7 @@ class PgSpool(Reading, Spool):
                 )
             if row is not None:
                 return self._claim_of(row)
-            if not known:
+            if not known and not self._take_in(riddle_id):
                 raise unknown(riddle_id)
             waited = time.monotonic() - started
             if waited >= wait:
@@ -302,6 +302,16 @@ class PgSpool(Reading, Spool):
             self.reap(every=REAP_EVERY)
             due = wait if told or wait <= WAIT_NOTICE else WAIT_NOTICE
             time.sleep(max(0.0, min(CLAIM_ID_POLL, due - waited)))
+
+    def _take_in(self, riddle_id: str) -> bool:
+        """Read the drop-ins of the queue where an unread one is `riddle_id`, as a claim
+        from that queue would, so that it can be claimed; False when none is."""
+        dropped = self.inputs.dropped(riddle_id)
+        if dropped is None:
+            return False
+        while self.inputs.read_drop_ins(dropped[0]) and self.inputs.dropped(riddle_id):
+            pass  # more than one batch of drop-ins came before it
+        return True
 
     def _claim_of(self, row: tuple[Any, ...]) -> Claim:
         riddle_id, queue_name, doc, abandoned, dead, token = row[:6]

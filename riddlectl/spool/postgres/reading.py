@@ -42,8 +42,8 @@ class Reading:
             row = conn.execute(
                 "SELECT queue, doc FROM riddles WHERE id = %s", (riddle_id,)
             ).fetchone()
-        if row is None:
-            return None
+        if row is None:  # a drop-in no claim has read yet is a riddle all the same
+            return self.inputs.dropped(riddle_id)
         queue = Queue(row[0])
         return queue, self._parse(queue, riddle_id, row[1])
 
@@ -62,7 +62,10 @@ class Reading:
 
     def read(self, queue: Queue, riddle_id: str) -> Riddle | None:
         found = self.find(riddle_id)
-        return found[1] if found is not None and found[0] is queue else None
+        if found is not None:
+            return found[1] if found[0] is queue else None
+        # An entry of `ids` that is a drop-in's name, whatever id its document gives.
+        return self.inputs.dropped_as(queue, riddle_id)
 
     def iter_queue(self, queue: Queue) -> Iterator[Riddle]:
         after = ""
@@ -87,10 +90,15 @@ class Reading:
         return {queue: found.get(queue, 0) + dropped.get(queue, 0) for queue in Queue}
 
     def recent(self, limit: int, queues: Iterable[Queue] = tuple(Queue)) -> list[tuple[Queue, str]]:
+        queues = list(queues)
         with self.db.session() as conn:
             rows = conn.execute(
-                "SELECT queue, id FROM riddles WHERE queue = ANY(%s) "
+                "SELECT updated, queue, id FROM riddles WHERE queue = ANY(%s) "
                 "ORDER BY updated DESC, id LIMIT %s",
                 ([queue.value for queue in queues], limit),
             ).fetchall()
-        return [(Queue(queue), riddle_id) for queue, riddle_id in rows]
+        found = [(float(updated), Queue(queue), riddle_id) for updated, queue, riddle_id in rows]
+        # Unread drop-ins too, by when they were dropped in: they are riddles already.
+        found += self.inputs.dropped_recent(limit, queues)
+        found.sort(key=lambda one: one[0], reverse=True)
+        return [(queue, riddle_id) for _, queue, riddle_id in found[:limit]]

@@ -15,6 +15,7 @@ import zlib
 from typing import TYPE_CHECKING, Any
 
 from riddlectl.errors import SpoolUnusable
+from riddlectl.spool.unusable import NO_SPOOL
 
 if TYPE_CHECKING:
     import psycopg
@@ -169,7 +170,7 @@ def check(conn: psycopg.Connection[tuple[Any, ...]], schema: str, shown: str) ->
     """`SpoolUnusable` unless `schema` holds a spool of the version this code knows."""
     have = version(conn, schema)
     if have == 0:
-        raise SpoolUnusable("no spool here (create one with riddlectl init)", where=shown)
+        raise SpoolUnusable(NO_SPOOL, where=shown)
     refuse_newer(have, shown)
     if have < LATEST:
         raise SpoolUnusable(

@@ -1,0 +1,78 @@
+"""A long-lived helper process of the test session (the model server), tied to it.
+
+`start` runs the command under this file as a tether, in a process group of its own: the
+tether asks the kernel for a signal when the test session dies (`PR_SET_PDEATHSIG`, also
+when it is `kill -9`ed, as a CI timeout does), and the command it starts for a `SIGKILL`
+when the tether dies; on either, or on `stop`, the whole group ends. So a stopped test run
+leaves no model server running under PID 1.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from types import FrameType
+
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+
+
+def start(argv: list[str], log: Path) -> subprocess.Popen[bytes]:
+    """`argv` running, tied to this process, its output in `log`."""
+    tethered = [sys.executable, str(Path(__file__).resolve()), str(os.getpid()), *argv]
+    with log.open("wb") as out:
+        return subprocess.Popen(
+            tethered, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
+
+
+def stop(process: subprocess.Popen[bytes], grace: float = 20) -> None:
+    """End the tether's whole group: politely, then for good after `grace` seconds."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(timeout=grace)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+
+
+def _die_with_parent(signum: int) -> None:
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signum, 0, 0, 0)
+
+
+def _end_group(child: subprocess.Popen[bytes]) -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # the group's signal is not for us
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(0, signal.SIGTERM)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        child.wait(timeout=10)
+    os.killpg(0, signal.SIGKILL)  # whatever is left, this tether too
+
+
+def main(parent: int, argv: list[str]) -> int:
+    _die_with_parent(signal.SIGTERM)
+    if os.getppid() != parent:  # the session died before the request took effect
+        return 1
+    child = subprocess.Popen(argv, preexec_fn=lambda: _die_with_parent(signal.SIGKILL))
+
+    def ending(signum: int, frame: FrameType | None) -> None:
+        _end_group(child)
+
+    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(signum, ending)
+    while child.poll() is None:
+        if os.getppid() != parent:  # besides the kernel's signal: the session is gone
+            _end_group(child)
+        time.sleep(1)
+    return child.returncode
+
+
+if __name__ == "__main__":
+    sys.exit(main(int(sys.argv[1]), sys.argv[2:]))
