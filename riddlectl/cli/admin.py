@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import typer
 
@@ -21,9 +21,6 @@ from riddlectl.errors import ExitCode, RiddleError
 from riddlectl.ops import admin
 from riddlectl.ops.doctor import examine
 from riddlectl.spool.states import Queue
-
-if TYPE_CHECKING:
-    pass
 
 app = command_group()
 
