@@ -24,7 +24,7 @@ import json
 from typing import Any
 
 from riddlectl.document.numbers import parse_number
-from riddlectl.handlers.builtin.tablecells import (
+from riddlectl.handlers.builtin.tables.cells import (
     MAX_ROWS,
     NAME_WORDS,
     VALUE_WORDS,
@@ -34,7 +34,7 @@ from riddlectl.handlers.builtin.tablecells import (
     is_name,
     language_for,
 )
-from riddlectl.handlers.builtin.textfacts import guess_language
+from riddlectl.handlers.builtin.text.facts import guess_language
 
 __all__ = ["MAX_DEPTH", "read_json"]
 

@@ -24,8 +24,8 @@ import statistics
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from riddlectl.handlers.builtin.ocrengine import Box, Recognition, Symbol, recognise, time_left
-from riddlectl.handlers.builtin.ocrprep import (
+from riddlectl.handlers.builtin.images.engine import Box, Recognition, Symbol, recognise, time_left
+from riddlectl.handlers.builtin.images.prep import (
     MAX_BUSY,
     PREPARATIONS,
     Preparation,
@@ -33,7 +33,7 @@ from riddlectl.handlers.builtin.ocrprep import (
     busy,
     prepare,
 )
-from riddlectl.handlers.builtin.textfacts import extract_facts
+from riddlectl.handlers.builtin.text.facts import extract_facts
 
 if TYPE_CHECKING:
     from PIL import Image

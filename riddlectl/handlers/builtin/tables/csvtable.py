@@ -28,7 +28,7 @@ from __future__ import annotations
 import csv
 import io
 
-from riddlectl.handlers.builtin.tablecells import (
+from riddlectl.handlers.builtin.tables.cells import (
     MAX_CELL_CHARS,
     MAX_ROWS,
     NAME_WORDS,
@@ -39,7 +39,7 @@ from riddlectl.handlers.builtin.tablecells import (
     is_name,
     language_for,
 )
-from riddlectl.handlers.builtin.textfacts import guess_language, read_value
+from riddlectl.handlers.builtin.text.facts import guess_language, read_value
 
 __all__ = ["read_csv", "sniff_delimiter"]
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from riddlectl.handlers.builtin.ocrengine import Box, line_boxes
-from riddlectl.handlers.builtin.ocrlines import LineReading, read_line
-from riddlectl.handlers.builtin.ocrprep import MAX_BUSY, busy
+from riddlectl.handlers.builtin.images.engine import Box, line_boxes
+from riddlectl.handlers.builtin.images.lines import LineReading, read_line
+from riddlectl.handlers.builtin.images.prep import MAX_BUSY, busy
 
 if TYPE_CHECKING:
     from PIL import Image

@@ -18,19 +18,20 @@ Grammar, loosest first (``^`` is ``**``; both group from the right, as in Python
 is any run of ``=``, ``?``, ``.``, ``!`` at the end.  A single ``=`` elsewhere means
 ``==``.  Word operators (``plus``, ``times``, ``divided by``, ``mal``, ``geteilt durch``,
 ``durch``, ``to the power of``, ``is greater than``, ``größer als``, …): the tables of
-:mod:`riddlectl.handlers.builtin.questions`.  A run of words that reads as an
+:mod:`riddlectl.handlers.builtin.arithmetic.questions`.  A run of words that reads as an
 English or German number (``twelve``, ``one hundred and four``, ``zwölf``,
 ``thirty-four``, ``two point five``, ``three quarters``, ``zwei Komma fünf``: see
-:mod:`riddlectl.handlers.builtin.numberwords`) is a number literal, so a variable cannot
+:mod:`riddlectl.handlers.builtin.words.numberwords`) is a number literal, so a variable cannot
 be called ``one`` or ``null``; a single letter is always a name.  A number in digits is read as
 :func:`riddlectl.document.numbers.parse_number` reads it, with a lone separator before three
 digits read the German way in a German question (one with a word of
-:data:`riddlectl.handlers.builtin.numberwords.GERMAN_QUESTION_WORDS`: ``Was ist 1,500 mal x?``).
+:data:`riddlectl.handlers.builtin.words.numberwords.GERMAN_QUESTION_WORDS`:
+``Was ist 1,500 mal x?``).
 Names are ``[^\\W\\d]\\w*`` (letters, digits, ``_``; non-ASCII letters too), case kept,
 with dotted parts for nested keys of JSON data (``a.b``: a ``.`` between two letters
 joins them into one name; ``x. y`` and ``x .y`` do not).
 
-Bounds (constants of :mod:`riddlectl.handlers.builtin.questions`; work beyond them raises
+Bounds (constants of :mod:`riddlectl.handlers.builtin.arithmetic.questions`; work beyond them raises
 :class:`BoundsError` before it is done): :data:`MAX_QUESTION_CHARS` = 10,000 characters;
 :data:`MAX_TOKENS` = 5,000 tokens; :data:`MAX_DEPTH` = 100 nested parentheses (recursion
 stays far from Python's limit: ``+``/``*``/``**`` chains are parsed with loops, trees walked
@@ -48,11 +49,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from riddlectl.document.numbers import format_number, parse_number
-from riddlectl.handlers.builtin.numberwords import (
-    GERMAN_QUESTION_WORDS,
-    question_word_number,
-)
-from riddlectl.handlers.builtin.questions import (
+from riddlectl.handlers.builtin.arithmetic.questions import (
     COMPARISONS,
     MAX_BITS,
     MAX_DEPTH,
@@ -67,6 +64,10 @@ from riddlectl.handlers.builtin.questions import (
     BoundsError,
     CalcError,
     UnknownVariable,
+)
+from riddlectl.handlers.builtin.words.numberwords import (
+    GERMAN_QUESTION_WORDS,
+    question_word_number,
 )
 
 _LONGEST_OPERATOR = max(map(len, WORD_OPERATORS))
