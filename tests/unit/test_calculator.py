@@ -13,7 +13,7 @@ from riddlectl.document.model import Riddle
 from riddlectl.document.numbers import format_number
 from riddlectl.errors import HandlerRefused
 from riddlectl.handlers.base import Job
-from riddlectl.handlers.builtin.arithmetic.parser import (
+from riddlectl.handlers.builtin.arithmetic import (
     BinOp,
     Compare,
     Neg,

@@ -14,7 +14,7 @@ from typing import Any
 from riddlectl.document.numbers import format_number, parse_number
 from riddlectl.errors import HandlerRefused
 from riddlectl.handlers.base import Job
-from riddlectl.handlers.builtin.arithmetic import parser as calc
+from riddlectl.handlers.builtin import arithmetic as calc
 from riddlectl.handlers.builtin.arithmetic.questions import CalcError
 
 # -- definitions gathered from the extractions ------------------------------------------------

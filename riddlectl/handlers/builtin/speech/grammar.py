@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 import string
 
-from riddlectl.handlers.builtin.arithmetic.parser import parse_question, variables_of
+from riddlectl.handlers.builtin.arithmetic import parse_question, variables_of
 from riddlectl.handlers.builtin.arithmetic.questions import CalcError
 
 __all__ = ["FIXED_WORDS", "LETTERS", "SPOKEN", "jsgf", "vocabulary"]

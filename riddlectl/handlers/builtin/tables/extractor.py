@@ -13,7 +13,7 @@ from typing import Any
 from riddlectl.document import datafiles, numbers
 from riddlectl.errors import HandlerRefused, InvalidData
 from riddlectl.handlers.base import Job, code_version
-from riddlectl.handlers.builtin.arithmetic import parser
+from riddlectl.handlers.builtin.arithmetic import evaluation, nodes, parser, rendering, tokens
 from riddlectl.handlers.builtin.tables import cells, csvtable, jsontable
 from riddlectl.handlers.builtin.text import facts
 from riddlectl.handlers.builtin.words import numberphrases, numberwords
@@ -52,7 +52,11 @@ def table_version() -> str:
         jsontable,
         cells,
         facts,
+        nodes,
+        tokens,
         parser,
+        evaluation,
+        rendering,
         numbers,
         numberwords,
         numberphrases,

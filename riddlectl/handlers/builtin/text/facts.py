@@ -52,7 +52,7 @@ from fractions import Fraction
 from typing import Any
 
 from riddlectl.document.numbers import format_number, parse_number
-from riddlectl.handlers.builtin.arithmetic.parser import (
+from riddlectl.handlers.builtin.arithmetic import (
     Compare,
     Var,
     evaluate,
