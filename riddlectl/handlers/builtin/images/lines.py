@@ -1,7 +1,7 @@
 """Reading a line of an image as an assignment: several readings, repaired, voting.
 
-Each recipe of `ocrprep` gives one reading of the line; each reading goes through the
-text extractor's assignment reader (`textfacts.extract_facts`), after repairs of what
+Each recipe of `prep` gives one reading of the line; each reading goes through the
+text extractor's assignment reader (`text.facts.extract_facts`), after repairs of what
 Tesseract gets wrong on short notes:
 
 - the case of a one-letter name whose capital has the same shape (`c o s u v w x z`):

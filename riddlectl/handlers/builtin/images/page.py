@@ -2,7 +2,7 @@
 
 Tesseract's layout analysis finds the text lines (on the image as it is: a median filter
 made it miss short lines); pieces that overlap vertically belong to one row. An
-image of one row is read whole (`ocrlines.read_line`); an image of several is cut into
+image of one row is read whole (`lines.read_line`); an image of several is cut into
 its rows, each read as a line of its own with a margin around it, and the rows' words
 are given back in the whole image's pixels.
 """

@@ -10,7 +10,7 @@ the extraction says what was heard (``heard``), how sure the recogniser is
 listened for (``listened_for``) and the recording's format (``audio``).
 
 The recogniser listens with a grammar favouring the variables of the riddle's question
-(`speechgrammar`); its cache key therefore includes those names (`riddle_version`), so
+(`grammar`); its cache key therefore includes those names (`riddle_version`), so
 two riddles that share a recording but not their variables each hear it themselves.
 
 `pocketsphinx` and `numpy` (the `audio` extra) are imported on the first recording, not
