@@ -16,15 +16,21 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from riddlectl.document import datatypes
 from riddlectl.document.codec import MAX_DOCUMENT_BYTES, MIN_DOCUMENT_BYTES, Limits
 from riddlectl.errors import ConfigError, SpoolUnusable
 
-DEFAULT_HANDLERS: dict[str, tuple[str, ...]] = {
-    # The built-in extractors, one per family of data types (handlers.registry's table).
-    "extract": ("text", "table", "ocr", "speech"),
-    "solve": ("calculator",),
-    "validate": ("gatekeeper",),
-}
+
+def default_handlers() -> dict[str, tuple[str, ...]]:
+    """Each stage's handlers when none are configured: every built-in extractor of the
+    table of data types (`document.datatypes`, read now, so that a data type registered
+    at run time is seen), the `calculator` solver and the `gatekeeper` validator."""
+    return {
+        "extract": tuple(datatypes.extractors()),
+        "solve": ("calculator",),
+        "validate": ("gatekeeper",),
+    }
+
 
 # Environment variable of each setting (the CLI's --help shows them too).
 ENV_VARS = {
@@ -74,7 +80,7 @@ class Settings:
     events_max_bytes: int = 64 * 1024 * 1024
     retry_base: float = 0.5
     retry_cap: float = 30.0
-    handlers: Mapping[str, tuple[str, ...]] = field(default_factory=lambda: dict(DEFAULT_HANDLERS))
+    handlers: Mapping[str, tuple[str, ...]] = field(default_factory=default_handlers)
     # Agents that call endpoints (`http:URL`, `openai:MODEL`); see docs/models.md.
     openai_base_url: str = "https://api.openai.com/v1"
     openai_max_tokens: int = 512  # completion tokens per call
@@ -166,7 +172,7 @@ def _from_config(path: Path) -> dict[str, Any]:
 def _handlers_table(value: Any, source: str) -> dict[str, tuple[str, ...]]:
     if not isinstance(value, dict):
         raise ConfigError("must be a table of stage = [handlers]", where=source, field="handlers")
-    table = dict(DEFAULT_HANDLERS)
+    table = default_handlers()
     for stage, names in value.items():
         if stage not in ("extract", "solve", "validate") or not isinstance(names, list):
             raise ConfigError(
@@ -224,7 +230,8 @@ def resolve(
         if name in ("spool", "config"):
             continue
         if name == "handlers":
-            values["handlers"] = {**values.get("handlers", DEFAULT_HANDLERS), **value}
+            given = values["handlers"] if "handlers" in values else default_handlers()
+            values["handlers"] = {**given, **value}
         else:
             values[name] = _convert(name, value, f"--{name.replace('_', '-')}")
     return replace(Settings(), **values)

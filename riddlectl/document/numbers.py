@@ -259,7 +259,7 @@ def words_to_number(text: str, lang: str) -> Fraction | None:
     language, is empty, is one letter (text2num reads "o" as zero, but a lone letter
     is a name), or is longer than :data:`MAX_WORDS_CHARS`; an unknown language raises
     ``ValueError``.  Never raises for odd text.  Decimals, fractions and percentages in
-    words are :mod:`riddlectl.handlers.builtin.numberwords`'s.
+    words are :mod:`riddlectl.handlers.builtin.words.numberwords`'s.
     """
     if lang not in _NEGATIVE_WORDS:
         raise ValueError(f"unsupported language {lang!r}; expected one of {', '.join(LANGUAGES)}")

@@ -23,6 +23,7 @@ import sys
 from importlib.metadata import entry_points
 from typing import Any
 
+from riddlectl.document import datatypes
 from riddlectl.errors import ConfigError
 from riddlectl.handlers.base import NamedHandler, file_digest
 from riddlectl.settings import Settings
@@ -30,55 +31,37 @@ from riddlectl.settings import Settings
 ENTRY_POINT_GROUP = "riddlectl.handlers"
 
 
-#: The built-in extractors: name -> (the handler as module:function, the data types it
-#: reads, a module:function returning its version, which keys the extraction cache).
-#: Imported only when an agent loads the extractor, so `riddlectl status` never imports
-#: an extractor's dependencies. Both functions' module must import, and the version
-#: function run, without the extractor's extra (the agent loads every default extractor
-#: as it starts); the handler says which extra is missing when an item needs it.
-#: An extractor of another data type is one more line here;
-#: its name goes into `settings.DEFAULT_HANDLERS["extract"]` (a test checks they agree).
-BUILTIN_EXTRACTORS: dict[str, tuple[str, tuple[str, ...], str]] = {
-    "text": (
-        "riddlectl.handlers.builtin.catalog:text_extractor",
-        ("text",),
-        "riddlectl.handlers.builtin.catalog:text_version",
-    ),
-    "table": (
-        "riddlectl.handlers.builtin.tables:table_extractor",
-        ("csv", "json"),
-        "riddlectl.handlers.builtin.tables:table_version",
-    ),
-    "ocr": (
-        "riddlectl.handlers.builtin.ocr:ocr_extractor",
-        ("image",),
-        "riddlectl.handlers.builtin.ocr:ocr_code_version",
-    ),
-    # Its cache key also holds the riddle's variables (`SpeechExtractor.riddle_version`).
-    "speech": (
-        "riddlectl.handlers.builtin.speech:speech_extractor",
-        ("audio",),
-        "riddlectl.handlers.builtin.speech:version_of_code",
-    ),
-}
 #: The other stages' built-ins: name -> the handler as module:function.
 _BUILTIN_HANDLERS: dict[str, dict[str, str]] = {
-    "solve": {"calculator": "riddlectl.handlers.builtin.catalog:calculator"},
-    "validate": {"gatekeeper": "riddlectl.handlers.builtin.catalog:gatekeeper"},
+    "solve": {"calculator": "riddlectl.handlers.builtin.calculator:calculator"},
+    "validate": {"gatekeeper": "riddlectl.handlers.builtin.calculator:gatekeeper"},
 }
 
 
 def builtin_names(stage: str) -> list[str]:
     """The names of `stage`'s built-in handlers."""
-    return list(BUILTIN_EXTRACTORS if stage == "extract" else _BUILTIN_HANDLERS.get(stage, {}))
+    if stage == "extract":
+        return list(datatypes.extractors())
+    return list(_BUILTIN_HANDLERS.get(stage, {}))
 
 
 def _builtin(stage: str, name: str) -> NamedHandler | None:
-    """The built-in `name` of `stage`, its module imported now; None when there is none."""
-    if stage == "extract" and name in BUILTIN_EXTRACTORS:
-        target, types, version = BUILTIN_EXTRACTORS[name]
+    """The built-in `name` of `stage`, its module imported now; None when there is none.
+
+    The built-in extractors are those of the table of data types (`document.datatypes`):
+    each is its family's `extractor`, keyed in the cache by its family's `version()`.
+    A family is imported only when an agent loads its extractor, so `riddlectl status`
+    never imports an extractor's dependencies; it must import, and its `version` run,
+    without the extractor's extra (the agent loads every default extractor as it
+    starts): the handler says which extra is missing when an item needs it.
+    """
+    if stage == "extract":
+        found = datatypes.extractors().get(name)
+        if found is None:
+            return None
+        family, types = found
         try:
-            fn, identity = _function(target), str(_function(version)())
+            fn, identity = _function(f"{family}:extractor"), str(_function(f"{family}:version")())
         except ImportError as exc:  # its module must import without its extra; say so
             raise ConfigError(f"built-in extractor cannot be loaded: {exc}", where=name) from None
         return NamedHandler(name, fn, frozenset(types), identity)

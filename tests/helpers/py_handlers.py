@@ -25,7 +25,7 @@ def slow_calculator(job):
     """The built-in calculator, after a pause: handlers that take time, for chaos runs."""
     import time
 
-    from riddlectl.handlers.builtin.catalog import calculator
+    from riddlectl.handlers.builtin.calculator import calculator
 
     time.sleep(0.01)
     return calculator(job)
@@ -36,7 +36,7 @@ def sluggish_calculator(job):
     finish alone before a second one has started."""
     import time
 
-    from riddlectl.handlers.builtin.catalog import calculator
+    from riddlectl.handlers.builtin.calculator import calculator
 
     time.sleep(0.1)
     return calculator(job)

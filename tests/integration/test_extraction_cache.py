@@ -135,7 +135,7 @@ def test_a_riddlectl_whose_text_extractor_changed_extracts_again(cli: Cli, tmp_p
         )
         subprocess.run([*argv, "run", "--once", "--quiet"], env={**os.environ, **env}, check=True)
     assert len(cache_files(cli)) == 1
-    with (copy / "riddlectl" / "handlers" / "builtin" / "textfacts.py").open("a") as module:
+    with (copy / "riddlectl" / "handlers" / "builtin" / "text" / "facts.py").open("a") as module:
         module.write("# reads files differently now\n")
     subprocess.run(
         [*argv, "submit", "--question", "x + 1 =", "--data", "example/x.txt"],

@@ -19,7 +19,7 @@ from riddlectl.bench.extractors.speech import TOOLS, generate, synthesise
 from riddlectl.document.model import Riddle
 from riddlectl.errors import HandlerRefused
 from riddlectl.handlers.base import Job
-from riddlectl.handlers.builtin.speech import speech_extractor
+from riddlectl.handlers.builtin.speech.extractor import speech_extractor
 from tests.conftest import Cli, final, submit_documents
 
 pytestmark = pytest.mark.skipif(

@@ -20,7 +20,7 @@ from riddlectl.document.answers import (
 )
 from riddlectl.document.model import Riddle
 from riddlectl.handlers.base import Job
-from riddlectl.handlers.builtin.catalog import gatekeeper
+from riddlectl.handlers.builtin.calculator import gatekeeper
 from tests.images import png
 
 

@@ -13,7 +13,7 @@ from riddlectl.document.model import Riddle
 from riddlectl.document.numbers import format_number
 from riddlectl.errors import HandlerRefused
 from riddlectl.handlers.base import Job
-from riddlectl.handlers.builtin.calculator import (
+from riddlectl.handlers.builtin.arithmetic import (
     BinOp,
     Compare,
     Neg,
@@ -24,8 +24,7 @@ from riddlectl.handlers.builtin.calculator import (
     parse_question,
     variables_of,
 )
-from riddlectl.handlers.builtin.catalog import calculator
-from riddlectl.handlers.builtin.questions import (
+from riddlectl.handlers.builtin.arithmetic.questions import (
     MAX_DEPTH,
     MAX_QUESTION_CHARS,
     MAX_TOKENS,
@@ -33,8 +32,9 @@ from riddlectl.handlers.builtin.questions import (
     CalcError,
     UnknownVariable,
 )
-from riddlectl.handlers.builtin.recheck import recompute
-from riddlectl.handlers.builtin.textfacts import extract_facts
+from riddlectl.handlers.builtin.arithmetic.recheck import recompute
+from riddlectl.handlers.builtin.calculator import calculator
+from riddlectl.handlers.builtin.text.facts import extract_facts
 
 VALUES = {"x": F(10), "y": F(15), "z": F(20)}
 

@@ -18,7 +18,11 @@ from riddlectl.document.numbers import (
     parse_number,
     words_to_number,
 )
-from riddlectl.handlers.builtin.numberwords import multiplier, question_word_number, read_words
+from riddlectl.handlers.builtin.words.numberwords import (
+    multiplier,
+    question_word_number,
+    read_words,
+)
 
 
 @pytest.mark.parametrize(

@@ -10,9 +10,9 @@ import pytest
 from riddlectl.bench.extractors.images import generate, render_line
 from riddlectl.document.answers import ExtractSpec
 from riddlectl.errors import HandlerRefused
-from riddlectl.handlers.builtin import imagefiles, ocrengine, wordboxes
-from riddlectl.handlers.builtin.ocr import ocr_version, read_image
-from riddlectl.handlers.builtin.ocrprep import otsu_threshold
+from riddlectl.handlers.builtin.images import engine, files, wordboxes
+from riddlectl.handlers.builtin.images.extractor import ocr_version, read_image
+from riddlectl.handlers.builtin.images.prep import otsu_threshold
 from riddlectl.handlers.registry import load
 
 pytest.importorskip("tesserocr")
@@ -24,7 +24,7 @@ def test_generated_noisy_lines_are_read_exactly(tmp_path: Path) -> None:
     cases = generate(tmp_path, 40, seed=2)
     wrong = []
     for case in cases:
-        found = read_image(imagefiles.open_image(tmp_path / case.file, case.file))
+        found = read_image(files.open_image(tmp_path / case.file, case.file))
         if found["variables"] != case.truth:
             wrong.append((case.note, found["text"]))
     assert len(wrong) <= 4, wrong
@@ -34,7 +34,7 @@ def test_threads_read_at_once_each_with_its_own_engine(tmp_path: Path) -> None:
     from concurrent.futures import ThreadPoolExecutor
 
     cases = generate(tmp_path, 6, seed=4)
-    images = [imagefiles.open_image(tmp_path / case.file, case.file) for case in cases]
+    images = [files.open_image(tmp_path / case.file, case.file) for case in cases]
     alone = [read_image(image) for image in images]
     with ThreadPoolExecutor(3) as pool:
         together = list(pool.map(read_image, images * 2))
@@ -107,8 +107,8 @@ def test_a_blank_image_assigns_nothing() -> None:
 def test_the_extractor_is_built_in_for_images_and_versioned() -> None:
     handler = load("ocr", "extract")
     assert handler.supports("image") and not handler.supports("text")
-    engine = ocrengine.version()
-    assert engine.split("+")[0][0].isdigit()  # Tesseract's own version, e.g. 5.5.1
+    tesseract = engine.version()
+    assert tesseract.split("+")[0][0].isdigit()  # Tesseract's own version, e.g. 5.5.1
     assert handler.identity() == ocr_version() != handler.version  # with the engine's
 
 
@@ -119,12 +119,12 @@ def test_otsu_splits_a_two_peaked_histogram_between_the_peaks() -> None:
 
 
 def test_the_pixel_limit_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    assert imagefiles.max_pixels() == imagefiles.DEFAULT_MAX_PIXELS
-    monkeypatch.setenv(imagefiles.PIXELS_ENV, "1000")
-    assert imagefiles.max_pixels() == 1000
-    monkeypatch.setenv(imagefiles.PIXELS_ENV, "lots")
+    assert files.max_pixels() == files.DEFAULT_MAX_PIXELS
+    monkeypatch.setenv(files.PIXELS_ENV, "1000")
+    assert files.max_pixels() == 1000
+    monkeypatch.setenv(files.PIXELS_ENV, "lots")
     with pytest.raises(HandlerRefused, match="RIDDLECTL_MAX_IMAGE_PIXELS"):
-        imagefiles.max_pixels()
+        files.max_pixels()
 
 
 # -- the gatekeeper's check against word boxes ---------------------------------------------
@@ -163,7 +163,7 @@ def test_nothing_to_check_against_accepts() -> None:
 def gatekeeping(data_dir: Path, solution: str, question: str, kind: str, extraction: dict) -> dict:
     from riddlectl.document.model import Riddle
     from riddlectl.handlers.base import Job
-    from riddlectl.handlers.builtin.catalog import gatekeeper
+    from riddlectl.handlers.builtin.calculator import gatekeeper
 
     doc = {
         "id": "g1",
@@ -194,7 +194,7 @@ def test_the_gatekeeper_uses_what_the_extractor_read(tmp_path: Path) -> None:
 def extract(data_dir: Path, image: object, timeout: float = 60.0) -> dict:
     from riddlectl.document.model import Riddle
     from riddlectl.handlers.base import Job
-    from riddlectl.handlers.builtin.ocr import OcrExtractor
+    from riddlectl.handlers.builtin.images.extractor import OcrExtractor
 
     image.save(data_dir / "note.png")  # type: ignore[attr-defined]
     doc = {

@@ -8,13 +8,14 @@ import pytest
 
 from riddlectl.bench.extractors.csvfiles import generate as generate_csv
 from riddlectl.bench.extractors.jsonfiles import generate as generate_json
-from riddlectl.document.datatypes import type_for
+from riddlectl.document import datatypes
+from riddlectl.document.datatypes import DataType, type_for
 from riddlectl.errors import ConfigError
 from riddlectl.handlers import registry
-from riddlectl.handlers.builtin.csvtable import read_csv, sniff_delimiter
-from riddlectl.handlers.builtin.jsontable import MAX_DEPTH, read_json
-from riddlectl.handlers.builtin.tablecells import MAX_ROWS, TableError
-from riddlectl.settings import DEFAULT_HANDLERS
+from riddlectl.handlers.builtin.tables.cells import MAX_ROWS, TableError
+from riddlectl.handlers.builtin.tables.csvtable import read_csv, sniff_delimiter
+from riddlectl.handlers.builtin.tables.jsontable import MAX_DEPTH, read_json
+from riddlectl.settings import default_handlers
 
 
 def csv_values(text: str) -> dict[str, str]:
@@ -218,12 +219,13 @@ def test_type_for_file_names(name: str, kind: str) -> None:
 
 
 def test_default_extractors_are_the_built_in_ones() -> None:
-    assert DEFAULT_HANDLERS["extract"] == tuple(registry.BUILTIN_EXTRACTORS)
+    assert default_handlers()["extract"] == tuple(registry.builtin_names("extract"))
+    assert default_handlers()["extract"] == ("text", "table", "ocr", "speech")
 
 
 def test_built_in_extractors_load_with_their_types_and_versions() -> None:
     covered: set[str] = set()
-    for name in registry.BUILTIN_EXTRACTORS:
+    for name in registry.builtin_names("extract"):
         handler = registry.load(name, "extract")
         assert handler.types, name
         assert not covered & handler.types, f"{name} reads a type another one reads"
@@ -235,8 +237,9 @@ def test_built_in_extractors_load_with_their_types_and_versions() -> None:
 def test_a_built_in_extractor_that_cannot_import_is_one_clear_error(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    entry = ("riddlectl.handlers.builtin.no_such:extract", ("image",), "x.no_such:version")
-    monkeypatch.setitem(registry.BUILTIN_EXTRACTORS, "ocr", entry)
+    monkeypatch.setattr(datatypes, "DATA_TYPES", list(datatypes.DATA_TYPES))
+    missing = DataType("image", False, (".png",), "ocr", "riddlectl.handlers.builtin.no_such")
+    datatypes.register(missing)
     with pytest.raises(ConfigError, match="built-in extractor cannot be loaded: No module"):
         registry.load("ocr", "extract")
 

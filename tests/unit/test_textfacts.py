@@ -12,7 +12,7 @@ from hypothesis import settings as hyp_settings
 from hypothesis import strategies as st
 from num2words import num2words
 
-from riddlectl.handlers.builtin.textfacts import MAX_TEXT_BYTES, extract_facts, guess_language
+from riddlectl.handlers.builtin.text.facts import MAX_TEXT_BYTES, extract_facts, guess_language
 
 
 @pytest.mark.parametrize(

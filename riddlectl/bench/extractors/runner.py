@@ -22,7 +22,7 @@ from riddlectl.errors import RiddleError
 from riddlectl.handlers.base import Job, NamedHandler
 from riddlectl.handlers.registry import load
 from riddlectl.pipeline.stages import call
-from riddlectl.settings import DEFAULT_HANDLERS
+from riddlectl.settings import default_handlers
 
 #: Data type -> the module generating its cases (`generate(directory, count, seed)`).
 GENERATORS: dict[str, str] = {
@@ -81,7 +81,7 @@ def _bench_type(kind: str, directory: Path, count: int, seed: int) -> dict[str, 
 
 def _extractor_for(kind: str) -> NamedHandler | str:
     """The default extractor of data type `kind`, or why there is none."""
-    for name in DEFAULT_HANDLERS["extract"]:
+    for name in default_handlers()["extract"]:
         try:
             handler = load(name, "extract")
         except (RiddleError, ImportError) as exc:

@@ -6,7 +6,7 @@ import random
 from fractions import Fraction
 
 from riddlectl.document.numbers import format_number
-from riddlectl.handlers.builtin.tablecells import decimal_mark
+from riddlectl.handlers.builtin.tables.cells import decimal_mark
 
 _NAMES_TEXT = "x y z a b c w n1 price qty total_sum Umsatz höhe Breite rate_2 k m p"
 _ONES_TEXT = """zero one two three four five six seven eight nine ten eleven twelve thirteen

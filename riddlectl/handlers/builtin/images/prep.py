@@ -3,7 +3,7 @@
 Tesseract's LSTM reads best when capitals are some 30-40 px high and the page is clean;
 photos of notes are neither. Each `Preparation` is one recipe (a 3x3 median filter
 against speckle, upscaling of small text, Otsu's threshold); the reader tries a few and
-lets them vote, since no single recipe reads every image (see `ocrlines`).
+lets them vote, since no single recipe reads every image (see `lines`).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ class Preparation:
     height: int
     median_scaled: int
     otsu: bool
-    whitelist: bool  # read with the assignment characters only (see `ocrengine`)
+    whitelist: bool  # read with the assignment characters only (see `engine`)
 
 
 #: The recipes, in the order tried; measured on generated noisy lines (docs/data-types.md).

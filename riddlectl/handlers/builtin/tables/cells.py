@@ -1,7 +1,7 @@
 """What the ``table`` extractor's readers share: names, one value read, the facts found.
 
 A value is read as the ``text`` extractor reads the right-hand side of ``name = …``
-(:func:`riddlectl.handlers.builtin.textfacts.read_value`): digits (``12,5`` with a
+(:func:`riddlectl.handlers.builtin.text.facts.read_value`): digits (``12,5`` with a
 decimal comma where the table has one), number words (``twenty``, ``zwölf``), formulas
 over other variables (``x + y``). What cannot be read exactly goes to ``unreadable``
 with the reason and where it stands, never read in part: a riddle fails with it only
@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from riddlectl.handlers.builtin.textfacts import read_value, shared_fields
+from riddlectl.handlers.builtin.text.facts import read_value, shared_fields
 
 #: Largest table file read, in bytes (the data size limit of submit applies too).
 MAX_TABLE_BYTES = 10 * 1024 * 1024

@@ -1,7 +1,8 @@
 """How a value written in a text reads: a number in digits and the words after it.
 
 :func:`read_digits` reads the right-hand side of an assignment that starts with a number
-in digits, exactly, or refuses it with the reason (see :mod:`riddlectl.handlers.builtin.textfacts`):
+in digits, exactly, or refuses it with the reason (see
+:mod:`riddlectl.handlers.builtin.text.facts`):
 
 * ``10 apples`` is 10 (units and other words are passed over);
 * a percent sign or word divides by 100 (``10%``, ``10 %``, ``10 percent``), a per-mille
@@ -28,7 +29,7 @@ from functools import lru_cache
 from typing import NamedTuple
 
 from riddlectl.document.numbers import LANGUAGES, MINUS_CHARS, parse_number
-from riddlectl.handlers.builtin.numberwords import multiplier, read_words
+from riddlectl.handlers.builtin.words.numberwords import multiplier, read_words
 
 __all__ = [
     "NUMBER_BODY",

@@ -1,7 +1,7 @@
 """The `ocr` extractor: assignments read from images of notes with Tesseract.
 
-The image is opened with bounds (`imagefiles`), read as one line by several recipes that
-vote (`ocrlines`), or, when no recipe finds an assignment there, as a block of lines;
+The image is opened with bounds (`files`), read as one line by several recipes that
+vote (`lines`), or, when no recipe finds an assignment there, as a block of lines;
 what was read goes through the text extractor's assignment reader. The extraction keeps,
 beside `variables`, `formulas` and `numbers`, the text read, the image's size, every
 word with its box in the image's pixels, and how sure the reading is.
@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING, Any
 
 from riddlectl.errors import HandlerRefused
 from riddlectl.handlers.base import Job, code_version
-from riddlectl.handlers.builtin import imagefiles, ocrengine, ocrlines, ocrpage, ocrprep
-from riddlectl.handlers.builtin.ocrprep import PREPARATIONS, prepare
-from riddlectl.handlers.builtin.textfacts import extract_facts
+from riddlectl.handlers.builtin.images import engine, files, lines, page, prep
+from riddlectl.handlers.builtin.images.prep import PREPARATIONS, prepare
+from riddlectl.handlers.builtin.text.facts import extract_facts
 
 if TYPE_CHECKING:
     from PIL import Image
@@ -44,16 +44,16 @@ class OcrExtractor:
         where = job.riddle.data[job.item_index or 0].file_plain
         budget = job.timeout * TIME_SHARE
         started = time.monotonic()
-        image = imagefiles.open_image(job.item_path, where)
+        image = files.open_image(job.item_path, where)
         try:
-            with ocrengine.deadline(budget - (time.monotonic() - started)):
+            with engine.deadline(budget - (time.monotonic() - started)):
                 return read_image(image)
-        except ocrengine.TimeUp:
+        except engine.TimeUp:
             raise HandlerRefused(
                 f"{where}: reading the image takes longer than the {budget:g} s it may "
                 f"(the handler timeout is {job.timeout:g} s)"
             ) from None
-        except ocrprep.TooNoisy:
+        except prep.TooNoisy:
             raise HandlerRefused(
                 f"{where}: the image is mostly noise: no preparation of it looks like text"
             ) from None
@@ -68,7 +68,7 @@ def read_image(original: Image.Image) -> dict[str, Any]:
     if width < 2 or height < 2:
         raise HandlerRefused(f"the image is {width}x{height} pixels: nothing to read")
     image, shrink = _within(original)
-    pieces = ocrpage.read_rows(image)
+    pieces = page.read_rows(image)
     if not any(piece.reading.assignment for piece in pieces):
         pieces = [_block(image)]
     text = "\n".join(piece.reading.text for piece in pieces)
@@ -83,20 +83,18 @@ def read_image(original: Image.Image) -> dict[str, Any]:
     }
 
 
-def _block(image: Image.Image) -> ocrpage.Piece:
+def _block(image: Image.Image) -> page.Piece:
     """The image read once as a block of lines: the last resort for what no line
     reading found an assignment in."""
     prepared, scale = prepare(image, PREPARATIONS[0])
-    if ocrprep.busy(prepared) > ocrprep.MAX_BUSY:
-        raise ocrprep.TooNoisy
-    recognition = ocrengine.recognise(prepared, whitelist=False, single_line=False)
+    if prep.busy(prepared) > prep.MAX_BUSY:
+        raise prep.TooNoisy
+    recognition = engine.recognise(prepared, whitelist=False, single_line=False)
     facts = extract_facts(recognition.text).to_json()
-    return ocrpage.Piece(
-        ocrlines.LineReading(recognition.text, facts, recognition, scale), 1, 1, (0, 0)
-    )
+    return page.Piece(lines.LineReading(recognition.text, facts, recognition, scale), 1, 1, (0, 0))
 
 
-def _words(piece: ocrpage.Piece, shrink: float) -> list[dict[str, Any]]:
+def _words(piece: page.Piece, shrink: float) -> list[dict[str, Any]]:
     """The piece's words with their boxes in the original image's pixels."""
     left, top = piece.origin
     out = []
@@ -108,17 +106,17 @@ def _words(piece: ocrpage.Piece, shrink: float) -> list[dict[str, Any]]:
     return out
 
 
-def _tokens(recognition: ocrengine.Recognition) -> list[tuple[str, float, ocrengine.Box]]:
+def _tokens(recognition: engine.Recognition) -> list[tuple[str, float, engine.Box]]:
     """Each word read, with its box; a word holding an `=` or `:` (`y=15`, as Tesseract
     often reads a tight assignment) split into its parts, each with its letters' box."""
-    out: list[tuple[str, float, ocrengine.Box]] = []
+    out: list[tuple[str, float, engine.Box]] = []
     for index, word in enumerate(recognition.words):
         letters = [s for s in recognition.symbols if s.word == index]
         if not any(s.text in "=:" for s in letters) or len(letters) < 2:
             if word.text.strip():
                 out.append((word.text.strip(), word.confidence, word.box))
             continue
-        run: list[ocrengine.Symbol] = []
+        run: list[engine.Symbol] = []
         for letter in [*letters, None]:
             if letter is None or letter.text in "=:" or (run and run[-1].text in "=:"):
                 if run:
@@ -129,7 +127,7 @@ def _tokens(recognition: ocrengine.Recognition) -> list[tuple[str, float, ocreng
     return out
 
 
-def _union(letters: list[ocrengine.Symbol]) -> ocrengine.Box:
+def _union(letters: list[engine.Symbol]) -> engine.Box:
     return (
         min(s.box[0] for s in letters),
         min(s.box[1] for s in letters),
@@ -139,11 +137,11 @@ def _union(letters: list[ocrengine.Symbol]) -> ocrengine.Box:
 
 
 def _within(image: Image.Image) -> tuple[Image.Image, float]:
-    """The image scaled down to `ocrprep.MAX_SIDE` when larger (Tesseract's time grows
+    """The image scaled down to `prep.MAX_SIDE` when larger (Tesseract's time grows
     with the pixels), and the factor it was scaled by."""
     from PIL import Image
 
-    factor = min(1.0, ocrprep.MAX_SIDE / max(image.size))
+    factor = min(1.0, prep.MAX_SIDE / max(image.size))
     if factor == 1.0:
         return image, 1.0
     size = (max(1, round(image.width * factor)), max(1, round(image.height * factor)))
@@ -160,10 +158,10 @@ def ocr_version() -> str:
     Tesseract's version and languages (`1.5d1e07a2`); the engine's version is read only
     when an image is extracted."""
     try:
-        engine = ocrengine.version()
+        tesseract = engine.version()
     except HandlerRefused:
-        engine = "missing"
-    digest = hashlib.sha256(f"{ocr_code_version()}\0{engine}".encode()).hexdigest()[:8]
+        tesseract = "missing"
+    digest = hashlib.sha256(f"{ocr_code_version()}\0{tesseract}".encode()).hexdigest()[:8]
     return f"{OCR_VERSION}.{digest}"
 
 
@@ -172,8 +170,9 @@ def ocr_code_version() -> str:
     """The extractor's version and a digest of the code that reads images, without
     loading Tesseract (the registry asks for it when an agent starts); the handler's
     `current_version` adds Tesseract's own when an image is extracted."""
-    from riddlectl.handlers.builtin import numberphrases, numberwords, textfacts
+    from riddlectl.handlers.builtin.text import facts
+    from riddlectl.handlers.builtin.words import numberphrases, numberwords
 
     this = sys.modules[__name__]
-    ocr_modules = (this, imagefiles, ocrengine, ocrlines, ocrpage, ocrprep)
-    return code_version(OCR_VERSION, (*ocr_modules, textfacts, numberwords, numberphrases))
+    ocr_modules = (this, files, engine, lines, page, prep)
+    return code_version(OCR_VERSION, (*ocr_modules, facts, numberwords, numberphrases))

@@ -19,8 +19,8 @@ from __future__ import annotations
 import re
 import string
 
-from riddlectl.handlers.builtin.calculator import parse_question, variables_of
-from riddlectl.handlers.builtin.questions import CalcError
+from riddlectl.handlers.builtin.arithmetic import parse_question, variables_of
+from riddlectl.handlers.builtin.arithmetic.questions import CalcError
 
 __all__ = ["FIXED_WORDS", "LETTERS", "SPOKEN", "jsgf", "vocabulary"]
 

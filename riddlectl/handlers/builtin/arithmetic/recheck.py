@@ -1,11 +1,11 @@
 """A second, independent way to compute a calculator question, for the gatekeeper.
 
-:func:`recompute` shares no parsing code with :mod:`riddlectl.handlers.builtin.calculator`:
+:func:`recompute` shares no parsing code with :mod:`riddlectl.handlers.builtin.arithmetic.parser`:
 it scans the question character by character, turns it into reverse Polish notation with
 Dijkstra's shunting-yard algorithm, and runs the RPN on a value stack with its own checked
 arithmetic.  What it shares is data, not code: the bounds, the vocabulary tables and the
-exception classes of :mod:`riddlectl.handlers.builtin.questions`, and
-:mod:`riddlectl.document.numbers` and :mod:`riddlectl.handlers.builtin.numberwords` for
+exception classes of :mod:`riddlectl.handlers.builtin.arithmetic.questions`, and
+:mod:`riddlectl.document.numbers` and :mod:`riddlectl.handlers.builtin.words.numberwords` for
 literals.  A bug in one parser's precedence or grouping therefore shows up as a
 disagreement instead of being repeated.
 
@@ -19,8 +19,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 from riddlectl.document.numbers import parse_number
-from riddlectl.handlers.builtin.numberwords import GERMAN_QUESTION_WORDS, question_word_number
-from riddlectl.handlers.builtin.questions import (
+from riddlectl.handlers.builtin.arithmetic.questions import (
     MAX_BITS,
     MAX_DEPTH,
     MAX_EXPONENT,
@@ -35,6 +34,7 @@ from riddlectl.handlers.builtin.questions import (
     CalcError,
     UnknownVariable,
 )
+from riddlectl.handlers.builtin.words.numberwords import GERMAN_QUESTION_WORDS, question_word_number
 
 __all__ = ["names", "recompute"]
 

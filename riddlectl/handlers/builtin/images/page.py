@@ -2,7 +2,7 @@
 
 Tesseract's layout analysis finds the text lines (on the image as it is: a median filter
 made it miss short lines); pieces that overlap vertically belong to one row. An
-image of one row is read whole (`ocrlines.read_line`); an image of several is cut into
+image of one row is read whole (`lines.read_line`); an image of several is cut into
 its rows, each read as a line of its own with a margin around it, and the rows' words
 are given back in the whole image's pixels.
 """
@@ -12,9 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from riddlectl.handlers.builtin.ocrengine import Box, line_boxes
-from riddlectl.handlers.builtin.ocrlines import LineReading, read_line
-from riddlectl.handlers.builtin.ocrprep import MAX_BUSY, busy
+from riddlectl.handlers.builtin.images.engine import Box, line_boxes
+from riddlectl.handlers.builtin.images.lines import LineReading, read_line
+from riddlectl.handlers.builtin.images.prep import MAX_BUSY, busy
 
 if TYPE_CHECKING:
     from PIL import Image

@@ -3,7 +3,7 @@
 
 Numbers are read from their text, exactly (``0.1`` is 1/10, never a float); strings as
 the ``text`` extractor reads a value (``"12,5"``, ``"twenty"``, ``"x + y"``), with the
-decimal mark the file's strings show (:func:`tablecells.decimal_mark`: ``"8,884"`` is
+decimal mark the file's strings show (:func:`cells.decimal_mark`: ``"8,884"`` is
 8.884 in a file that also has ``"1.234,5"``, else 8884), or else its language's. What is no
 number — ``true``, ``null``, a list inside an object, a string such as ``"Alice"``, a
 number beyond the bounds of :func:`riddlectl.document.numbers.parse_number` (``1e999999``)
@@ -12,7 +12,7 @@ number beyond the bounds of :func:`riddlectl.document.numbers.parse_number` (``1
 goes to ``skipped``, with its numbers still in ``numbers``.
 
 Refused whole (`TableError`): JSON that does not parse (with its line and column),
-nesting deeper than :data:`MAX_DEPTH`, more than :data:`tablecells.MAX_ROWS` values, a
+nesting deeper than :data:`MAX_DEPTH`, more than :data:`cells.MAX_ROWS` values, a
 key given twice in one object, a name given twice (``{"a.b": 1, "a": {"b": 2}}``), and
 anything but an object or a list of records at the top.
 """
@@ -24,7 +24,7 @@ import json
 from typing import Any
 
 from riddlectl.document.numbers import parse_number
-from riddlectl.handlers.builtin.tablecells import (
+from riddlectl.handlers.builtin.tables.cells import (
     MAX_ROWS,
     NAME_WORDS,
     VALUE_WORDS,
@@ -34,7 +34,7 @@ from riddlectl.handlers.builtin.tablecells import (
     is_name,
     language_for,
 )
-from riddlectl.handlers.builtin.textfacts import guess_language
+from riddlectl.handlers.builtin.text.facts import guess_language
 
 __all__ = ["MAX_DEPTH", "read_json"]
 

@@ -1,7 +1,7 @@
 """Reading a line of an image as an assignment: several readings, repaired, voting.
 
-Each recipe of `ocrprep` gives one reading of the line; each reading goes through the
-text extractor's assignment reader (`textfacts.extract_facts`), after repairs of what
+Each recipe of `prep` gives one reading of the line; each reading goes through the
+text extractor's assignment reader (`text.facts.extract_facts`), after repairs of what
 Tesseract gets wrong on short notes:
 
 - the case of a one-letter name whose capital has the same shape (`c o s u v w x z`):
@@ -24,8 +24,8 @@ import statistics
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from riddlectl.handlers.builtin.ocrengine import Box, Recognition, Symbol, recognise, time_left
-from riddlectl.handlers.builtin.ocrprep import (
+from riddlectl.handlers.builtin.images.engine import Box, Recognition, Symbol, recognise, time_left
+from riddlectl.handlers.builtin.images.prep import (
     MAX_BUSY,
     PREPARATIONS,
     Preparation,
@@ -33,7 +33,7 @@ from riddlectl.handlers.builtin.ocrprep import (
     busy,
     prepare,
 )
-from riddlectl.handlers.builtin.textfacts import extract_facts
+from riddlectl.handlers.builtin.text.facts import extract_facts
 
 if TYPE_CHECKING:
     from PIL import Image

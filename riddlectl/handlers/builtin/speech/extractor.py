@@ -4,13 +4,13 @@
 `text` extractor would read it from text: the words heard are normalised (``zed`` is
 ``z``, ``oh`` after ``point`` is zero, ``negative`` is ``minus``, a name the question
 writes in capitals gets its capitals back) and read by the same reader
-(:func:`riddlectl.handlers.builtin.textfacts.extract_facts`).  Beside the shared fields
+(:func:`riddlectl.handlers.builtin.text.facts.extract_facts`).  Beside the shared fields
 the extraction says what was heard (``heard``), how sure the recogniser is
 (``confidence``, the posterior probability of what it heard, 0-1), the names it
 listened for (``listened_for``) and the recording's format (``audio``).
 
 The recogniser listens with a grammar favouring the variables of the riddle's question
-(`speechgrammar`); its cache key therefore includes those names (`riddle_version`), so
+(`grammar`); its cache key therefore includes those names (`riddle_version`), so
 two riddles that share a recording but not their variables each hear it themselves.
 
 `pocketsphinx` and `numpy` (the `audio` extra) are imported on the first recording, not
@@ -30,8 +30,8 @@ from typing import Any
 from riddlectl.document.model import Riddle
 from riddlectl.errors import HandlerRefused
 from riddlectl.handlers.base import Job, file_digest
-from riddlectl.handlers.builtin.speechgrammar import SPOKEN, vocabulary
-from riddlectl.handlers.builtin.textfacts import extract_facts
+from riddlectl.handlers.builtin.speech.grammar import SPOKEN, vocabulary
+from riddlectl.handlers.builtin.text.facts import extract_facts
 
 __all__ = ["MAX_AUDIO_SECONDS", "SpeechExtractor", "normalise", "speech_extractor"]
 
@@ -41,8 +41,16 @@ SPEECH_VERSION = "1"
 MAX_AUDIO_SECONDS = 60.0
 MAX_SECONDS_ENV = "RIDDLECTL_MAX_AUDIO_SECONDS"
 EXTRA_HINT = "pip install 'riddlectl[audio]'"
-# The modules whose code decides what is heard (hashed into the version).
-_MODULES = ("speech", "speechgrammar", "recogniser", "wavfile", "textfacts", "numberwords")
+# The modules whose code decides what is heard (hashed into the version), by their path
+# under `handlers/builtin` (as files: `recogniser` cannot be imported without its extra).
+_MODULES = (
+    "speech/extractor",
+    "speech/grammar",
+    "speech/recogniser",
+    "speech/wavfile",
+    "text/facts",
+    "words/numberwords",
+)
 _SAID_AS = {"oh": "zero", "negative": "minus", **SPOKEN}
 
 
@@ -53,7 +61,7 @@ class SpeechExtractor:
         assert job.item_path is not None
         where = job.riddle.data[job.item_index or 0].file_plain
         try:
-            from riddlectl.handlers.builtin import recogniser, wavfile
+            from riddlectl.handlers.builtin.speech import recogniser, wavfile
         except ImportError as exc:
             raise HandlerRefused(
                 f"{where}: audio needs {exc.name or 'pocketsphinx'}: {EXTRA_HINT}"
@@ -120,7 +128,7 @@ def version_of_code() -> str:
         engine = version("pocketsphinx")
     except PackageNotFoundError:
         engine = "none"
-    here = Path(__file__).parent
-    digests = [file_digest(str(here / f"{module}.py")) or "-" for module in _MODULES]
+    builtin = Path(__file__).parent.parent
+    digests = [file_digest(str(builtin / f"{module}.py")) or "-" for module in _MODULES]
     code = hashlib.sha256("\0".join([engine, *digests]).encode()).hexdigest()[:8]
     return f"{SPEECH_VERSION}.{code}"

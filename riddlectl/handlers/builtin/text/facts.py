@@ -18,14 +18,14 @@ assignments.  A right-hand side is, in order:
 2. a number in words in any text2num language, the text's own language first
    (``twelve thousand three hundred and four``, ``minus five``, ``zwölf``), decimals,
    fractions and percentages included (``two point five``, ``drei Viertel``, ``a half``,
-   ``ten percent``: :mod:`riddlectl.handlers.builtin.numberwords`);
+   ``ten percent``: :mod:`riddlectl.handlers.builtin.words.numberwords`);
 3. an arithmetic formula over other variables (``x + y``, ``2 * x``, ``x plus y``),
    which goes to ``formulas`` as written; a formula without variables (``2 + 3``) is
    computed and goes to ``variables``.  A bare name (``z = x``) is a formula only after
    ``=``/``:=``; after a word such as ``is`` it must contain an operator, so prose like
    "the answer is yes" is not a formula;
 4. a number in digits followed by words, read by
-   :func:`riddlectl.handlers.builtin.numberphrases.read_digits`: ``10 apples`` is 10,
+   :func:`riddlectl.handlers.builtin.words.numberphrases.read_digits`: ``10 apples`` is 10,
    ``10%`` and ``10 Prozent`` are 1/10, ``10 thousand`` is 10000, ``3 quarters`` 3/4, ``2 1/2`` and
    ``2½`` are 5/2, ``$10`` is 10.
 
@@ -52,14 +52,15 @@ from fractions import Fraction
 from typing import Any
 
 from riddlectl.document.numbers import format_number, parse_number
-from riddlectl.handlers.builtin.calculator import (
+from riddlectl.handlers.builtin.arithmetic import (
     Compare,
     Var,
     evaluate,
     parse_question,
     variables_of,
 )
-from riddlectl.handlers.builtin.numberphrases import (
+from riddlectl.handlers.builtin.arithmetic.questions import CalcError
+from riddlectl.handlers.builtin.words.numberphrases import (
     NUMBER_BODY,
     PER,
     SIGN,
@@ -69,7 +70,6 @@ from riddlectl.handlers.builtin.numberphrases import (
     sign_problem,
     words_value,
 )
-from riddlectl.handlers.builtin.questions import CalcError
 
 __all__ = ["ASSIGNMENT_WORDS", "MAX_TEXT_BYTES", "TextFacts", "extract_facts", "read_value"]
 

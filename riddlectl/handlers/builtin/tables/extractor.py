@@ -13,15 +13,10 @@ from typing import Any
 from riddlectl.document import datafiles, numbers
 from riddlectl.errors import HandlerRefused, InvalidData
 from riddlectl.handlers.base import Job, code_version
-from riddlectl.handlers.builtin import (
-    calculator,
-    csvtable,
-    jsontable,
-    numberphrases,
-    numberwords,
-    tablecells,
-    textfacts,
-)
+from riddlectl.handlers.builtin.arithmetic import evaluation, nodes, parser, rendering, tokens
+from riddlectl.handlers.builtin.tables import cells, csvtable, jsontable
+from riddlectl.handlers.builtin.text import facts
+from riddlectl.handlers.builtin.words import numberphrases, numberwords
 
 #: The extractor's version, part of its cache key (with a digest of its code).
 TABLE_VERSION = "1"
@@ -40,12 +35,12 @@ def table_extractor(job: Job) -> dict[str, Any]:
         )
     try:
         content = datafiles.read(
-            job.item_path, item.type, tablecells.MAX_TABLE_BYTES, where=item.file_plain, field=""
+            job.item_path, item.type, cells.MAX_TABLE_BYTES, where=item.file_plain, field=""
         )
         return reader(content.decode("utf-8")).to_json()
     except InvalidData as exc:
         raise HandlerRefused(str(exc)) from None
-    except tablecells.TableError as exc:
+    except cells.TableError as exc:
         raise HandlerRefused(f"{item.file_plain}: {exc}") from None
 
 
@@ -55,9 +50,13 @@ def table_version() -> str:
         sys.modules[__name__],
         csvtable,
         jsontable,
-        tablecells,
-        textfacts,
-        calculator,
+        cells,
+        facts,
+        nodes,
+        tokens,
+        parser,
+        evaluation,
+        rendering,
         numbers,
         numberwords,
         numberphrases,

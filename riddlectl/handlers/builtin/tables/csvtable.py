@@ -6,11 +6,11 @@ for a quote inside). A ``;``-separated table reads numbers as German exports wri
 (decimal comma: ``12,5`` is 12.5, ``1.234,5`` is 1234.5); a ``,``-separated one as
 English (``1,234.5``; a lone ``,`` before three digits is a thousands separator); a
 tab-separated one by the language of its words. Unless the table's own values show the
-other way (:func:`tablecells.decimal_mark`: ``12.5`` in a ``;`` table, ``"12,5"`` in a
+other way (:func:`cells.decimal_mark`: ``12.5`` in a ``;`` table, ``"12,5"`` in a
 ``,`` one), which then decides how it writes the ambiguous ones (``8,884``).
 
 The first row is a header when one of its cells is a name word (``name``, ``variable``,
-``key``, ``Name``, ``Bezeichnung`` …: :data:`tablecells.NAME_WORDS`) and another a
+``key``, ``Name``, ``Bezeichnung`` …: :data:`cells.NAME_WORDS`) and another a
 value word (``value``, ``Wert`` …), or when its first cell is a name word (the value
 column is then the second); and when its value cell does not read as a number. Without
 a header a row has two fields (an empty third, from a trailing delimiter, is allowed).
@@ -28,7 +28,7 @@ from __future__ import annotations
 import csv
 import io
 
-from riddlectl.handlers.builtin.tablecells import (
+from riddlectl.handlers.builtin.tables.cells import (
     MAX_CELL_CHARS,
     MAX_ROWS,
     NAME_WORDS,
@@ -39,7 +39,7 @@ from riddlectl.handlers.builtin.tablecells import (
     is_name,
     language_for,
 )
-from riddlectl.handlers.builtin.textfacts import guess_language, read_value
+from riddlectl.handlers.builtin.text.facts import guess_language, read_value
 
 __all__ = ["read_csv", "sniff_delimiter"]
 

@@ -26,8 +26,8 @@ from importlib.metadata import version
 import numpy as np
 import pocketsphinx
 
-from riddlectl.handlers.builtin.speechgrammar import FIXED_WORDS, LETTERS, jsgf
-from riddlectl.handlers.builtin.wavfile import RATE, to_speech_rate
+from riddlectl.handlers.builtin.speech.grammar import FIXED_WORDS, LETTERS, jsgf
+from riddlectl.handlers.builtin.speech.wavfile import RATE, to_speech_rate
 
 __all__ = ["Heard", "engine_version", "hear", "known_words"]
 
