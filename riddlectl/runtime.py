@@ -6,7 +6,6 @@ thing run the same code.
 
 from __future__ import annotations
 
-import functools
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -14,20 +13,17 @@ from typing import TYPE_CHECKING, Any
 
 from riddlectl import settings as settings_mod
 from riddlectl import spool as spools
-from riddlectl.document.events import Event
 from riddlectl.identity import Actor
 from riddlectl.pipeline.retry import RetryPolicy
 from riddlectl.settings import Settings
 from riddlectl.spool import spool_error
 from riddlectl.spool.contract import Spool
 from riddlectl.spool.events import EventLog
-from riddlectl.spool.states import STAGE_OF_INBOX, Queue
 
 # The pipeline, the handlers and the extraction cache are imported by the functions that
 # wire them: commands that only read the spool (`status`, `show`) start without them.
 if TYPE_CHECKING:
-    from riddlectl.document.model import Riddle
-    from riddlectl.pipeline.ledger import Pipeline
+    from riddlectl.pipeline.jobs import Pipeline
     from riddlectl.pipeline.stages import StageContext
 
 __all__ = ["open_spool", "pipeline", "resolve_settings", "spool_error", "stage_context"]
@@ -96,29 +92,13 @@ def event_log(settings: Settings) -> EventLog:
 
 
 def pipeline(settings: Settings, spool: Spool, actor: Actor) -> Pipeline:
-    from riddlectl.pipeline.ledger import Pipeline
+    """The pipeline of `actor` over `spool`, which was opened for the same actor: the
+    spool logs, as that actor, the input it sets aside and the claims it finds abandoned
+    (`Spool.log_set_aside`, `Spool.log_abandoned`)."""
+    from riddlectl.pipeline.jobs import Pipeline
 
     policy = RetryPolicy(settings.max_attempts, settings.retry_base, settings.retry_cap)
-    events = spool.events
-    spool.on_corrupt = lambda queue, name, reason: events.append(
-        Event.corrupt(actor, queue.value, STAGE_OF_INBOX.get(queue), name, reason).to_json()
-    )
-    spool.on_abandoned = functools.partial(_abandoned, events)
-    return Pipeline(spool, events, actor, policy, settings.max_abandoned)
-
-
-def _abandoned(
-    events: EventLog, queue: Queue, riddle: Riddle, owner: dict[str, Any], count: int
-) -> None:
-    """A claim found its holder dead: the event is logged now, and is the riddle's
-    history entry of that attempt, stored with the claimed document's next commit."""
-    from riddlectl.pipeline.ledger import MAX_HISTORY
-
-    event = Event.abandoned(
-        riddle.id, STAGE_OF_INBOX.get(queue, queue.value), queue.value, riddle.rev, owner, count
-    ).to_json()
-    events.append(event)
-    riddle.history = [*riddle.history, event][-MAX_HISTORY:]
+    return Pipeline(spool, spool.events, actor, policy, settings.max_abandoned)
 
 
 def recover_events(settings: Settings) -> int:

@@ -19,7 +19,7 @@ from riddlectl.document import codec
 from riddlectl.document.model import Riddle
 from riddlectl.handlers.base import HandlerFn, Job, NamedHandler
 from riddlectl.identity import Actor
-from riddlectl.pipeline.ledger import Pipeline
+from riddlectl.pipeline.jobs import Pipeline
 from riddlectl.pipeline.retry import RetryPolicy
 from riddlectl.pipeline.stages import StageContext, stage_named
 from riddlectl.spool.contract import Spool

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from riddlectl import inflight
-from riddlectl.pipeline.ledger import Pipeline
+from riddlectl.pipeline.jobs import Pipeline
 from riddlectl.pipeline.stages import MANAGE, SOLVE, Stage, StageContext, stage_named
 from riddlectl.spool.states import Queue
 

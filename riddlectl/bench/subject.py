@@ -59,8 +59,9 @@ class Bench:
         self.spool = scratch_spool(options.spool, "bench")
         env = {ENV_VARS["fsync"]: "1" if options.fsync else "0"}
         self.settings = resolve({"spool": self.spool, "data_dir": self.data}, env=env)
+        bench = Actor("bench")
         self.pipeline = runtime.pipeline(
-            self.settings, runtime.open_spool(self.settings), Actor("bench")
+            self.settings, runtime.open_spool(self.settings, bench), bench
         )
         _make_data(self.data / "bench", options.data_files)
 

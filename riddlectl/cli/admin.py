@@ -29,9 +29,10 @@ app = command_group()
 
 def _acting(ctx: typer.Context, command: str) -> Any:
     settings = resolve(ctx)
-    spool = runtime.open_spool(settings, create=False, writable=True)
+    who = actor(command)
+    spool = runtime.open_spool(settings, who, create=False, writable=True)
     spool.on_wait = _say_waiting  # a command waiting on an agent says so, not stays silent
-    return runtime.pipeline(settings, spool, actor(command))
+    return runtime.pipeline(settings, spool, who)
 
 
 IdsArg = Annotated[

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Protocol
 
+MAX_HISTORY = 200  # entries kept per document, so a riddle retried forever stays small
+
 
 class Actor(Protocol):
     """Who acts (`identity.Actor`): an agent or a command, on a host, in a process."""

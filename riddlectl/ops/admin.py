@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable
 
 from riddlectl.document.model import Riddle
 from riddlectl.errors import InvalidDocument, RiddleError, UnknownRiddle
-from riddlectl.pipeline.ledger import Pipeline
+from riddlectl.pipeline.jobs import Pipeline
 from riddlectl.pipeline.stages import EXTRACT, MANAGE, SOLVE, VALIDATE
 from riddlectl.spool.contract import Spool, unknown
 from riddlectl.spool.states import FINAL, INBOX, STEPS, Queue, route

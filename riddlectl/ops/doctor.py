@@ -10,7 +10,7 @@ only reported: a person decides what it was.
 
 from __future__ import annotations
 
-from riddlectl.pipeline.ledger import Pipeline
+from riddlectl.pipeline.jobs import Pipeline
 from riddlectl.spool.contract import Finding
 from riddlectl.spool.states import FINAL, Queue
 

@@ -15,7 +15,7 @@ from riddlectl.document.datatypes import type_for
 from riddlectl.document.ids import new_id
 from riddlectl.document.model import Riddle
 from riddlectl.errors import InvalidDocument
-from riddlectl.pipeline.ledger import Pipeline
+from riddlectl.pipeline.jobs import Pipeline
 from riddlectl.settings import Settings
 
 

@@ -25,7 +25,7 @@ from riddlectl.spool.contract import Claim
 from riddlectl.spool.crashpoints import reach
 from riddlectl.spool.states import Queue
 
-if TYPE_CHECKING:  # the ledger builds this object around itself
+if TYPE_CHECKING:  # given the ledger it commits through (see `jobs.Pipeline`)
     from riddlectl.pipeline.ledger import Ledger, Move
     from riddlectl.pipeline.parents import Parents
 

@@ -10,9 +10,8 @@ A move the spool refuses as too large is fitted to the size limit (`fit`): the o
 history entries make room first; a step whose outcome still does not fit fails the
 riddle with its document as it was before that step, which always fits.
 
-`Pipeline` is the ledger with the two jobs that commit through it: running stages on
-claimed riddles (`Attempts`) and resuming parents once their sub-riddles are final
-(`Parents`).
+The ledger knows neither of the two jobs that commit through it (`attempts`, `parents`):
+`jobs.Pipeline` puts the three together.
 """
 
 from __future__ import annotations
@@ -22,19 +21,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from riddlectl.document.codec import make_room
-from riddlectl.document.events import Event
+from riddlectl.document.events import MAX_HISTORY, Event
 from riddlectl.document.model import Riddle
 from riddlectl.errors import DocumentTooLarge
 from riddlectl.identity import Actor
-from riddlectl.pipeline.attempts import Attempts
-from riddlectl.pipeline.parents import Parents
-from riddlectl.pipeline.retry import RetryPolicy
 from riddlectl.spool.contract import Claim, Spool
 from riddlectl.spool.crashpoints import reach
 from riddlectl.spool.events import EventLog
 from riddlectl.spool.states import FINAL, STAGES, Queue, route
 
-MAX_HISTORY = 200  # entries kept per document, so a riddle retried forever stays small
 MAX_ERROR_CHARS = 1000  # of an error kept in a document: a handler's message may be huge
 # Moves a person makes (the commands, `doctor`): no agent hand-off, so no `contacts`.
 BY_HAND = frozenset({"hold", "release", "cancel", "retry", "doctor"})
@@ -241,22 +236,6 @@ class Ledger:
     def recover_events(self) -> int:
         """Log the events of commits whose writer died before logging them; how many."""
         return self.events.recover(self.committed)
-
-
-@dataclass
-class Pipeline(Ledger):
-    """The ledger, and the two jobs that commit through it: `attempts` runs stages on
-    claimed riddles, `parents` resumes parents once their sub-riddles are final."""
-
-    retry: RetryPolicy
-    max_abandoned: int = 5  # claims abandoned in a row before a riddle is poison
-    parents: Parents = field(init=False)
-    attempts: Attempts = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.parents = Parents(self)
-        self.attempts = Attempts(self, self.parents, self.retry, self.max_abandoned)
-        self.on_child_final = self.parents.resume
 
 
 def event_committed(spool: Spool, event: dict[str, Any]) -> bool:

@@ -19,7 +19,7 @@ from riddlectl.errors import RiddleError
 from riddlectl.pipeline.stages import SOLVE
 from riddlectl.spool.states import FINAL, Queue
 
-if TYPE_CHECKING:  # the ledger builds this object around itself
+if TYPE_CHECKING:  # given the ledger it commits through (see `jobs.Pipeline`)
     from riddlectl.pipeline.ledger import Ledger
 
 CLAIM_WAIT = 0.5  # seconds to wait for a parent another agent holds (it resumes it then)

@@ -24,11 +24,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from riddlectl.document.codec import Limits
+from riddlectl.document.events import MAX_HISTORY, Event
 from riddlectl.document.ids import ID_RE
 from riddlectl.errors import DocumentTooLarge, DuplicateId, UnknownRiddle
+from riddlectl.identity import Actor
 from riddlectl.spool.events import Committed, EventLog
 from riddlectl.spool.extractions import ExtractionCache
-from riddlectl.spool.states import Queue
+from riddlectl.spool.states import STAGE_OF_INBOX, Queue
 
 if TYPE_CHECKING:
     from riddlectl.document.model import Riddle
@@ -123,11 +125,28 @@ class Spool(abc.ABC):
     # Document sizes: the spool reads documents up to `limits.readable` and sets drop-ins
     # over `limits.new_riddle` aside; the pipeline keeps what it commits within them.
     limits: Limits = Limits()
-    # Called with (queue, name, reason) when input is set aside (see `set_aside`).
-    on_corrupt: Callable[[Queue, str, str], None] | None = None
-    # Called with (queue, riddle, the dead holder's claim record, abandoned claims in a
-    # row) when a claim finds that the agent handling the riddle died.
-    on_abandoned: Callable[[Queue, Riddle, dict[str, Any], int], None] | None = None
+    # Who this spool object acts for (the agent or command that opened it): named in the
+    # events the spool logs itself (`log_set_aside`); None: `riddlectl`.
+    actor: Actor | None = None
+
+    def log_set_aside(self, queue: Queue, name: str, reason: str) -> None:
+        """Log that the entry `name` of `queue` was set aside, and why (a `corrupt`
+        event): whoever read it, a user reading the event log learns of it."""
+        actor = self.actor or Actor("riddlectl")
+        stage = STAGE_OF_INBOX.get(queue)
+        self.events.append(Event.corrupt(actor, queue.value, stage, name, reason).to_json())
+
+    def log_abandoned(
+        self, queue: Queue, riddle: Riddle, owner: dict[str, Any], count: int
+    ) -> None:
+        """A claim found its holder dead (`owner`, its claim record; `count` such claims
+        in a row): the event is logged now, and is the riddle's history entry of that
+        attempt, stored with the claimed document's next commit."""
+        stage = STAGE_OF_INBOX.get(queue, queue.value)
+        event = Event.abandoned(riddle.id, stage, queue.value, riddle.rev, owner, count)
+        logged = event.to_json()
+        self.events.append(logged)
+        riddle.history = [*riddle.history, logged][-MAX_HISTORY:]
 
     @property
     @abc.abstractmethod
@@ -261,7 +280,7 @@ class Spool(abc.ABC):
     def set_aside(self, queue: Queue, name: str, reason: str) -> None:
         """Take the entry `name` of `queue` (a drop-in's name, or `ID.json`) out of the
         queue as input that is no riddle: listed by `corrupt_files` with `reason` from
-        then on, and told to `on_corrupt`."""
+        then on, and logged (`log_set_aside`)."""
 
     @abc.abstractmethod
     def corrupt_files(self) -> list[Corrupt]:

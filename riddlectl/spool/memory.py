@@ -219,8 +219,7 @@ class MemorySpool(Spool):
                 raw = documents.dumps(riddle)
             kept = name if name not in self._corrupt else f"{name}.{time.time_ns()}"
             self._corrupt[kept] = (raw, reason)
-        if self.on_corrupt is not None:
-            self.on_corrupt(queue, name, reason)
+        self.log_set_aside(queue, name, reason)
 
     def corrupt_files(self) -> list[Corrupt]:
         with self._mutex:

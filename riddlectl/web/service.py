@@ -20,7 +20,7 @@ from riddlectl.errors import ExitCode, InvalidDocument, RiddleError
 from riddlectl.identity import Actor, scratch_dir
 from riddlectl.ops import admin, report
 from riddlectl.ops import submit as submitting
-from riddlectl.pipeline.ledger import Pipeline
+from riddlectl.pipeline.jobs import Pipeline
 from riddlectl.settings import Settings
 from riddlectl.spool.contract import Spool
 from riddlectl.spool.states import Queue
@@ -71,7 +71,7 @@ class Service:
     @classmethod
     def open(cls, settings: Settings, read_only: bool = False) -> Service:
         """The spool of `settings` (which must exist) with its index beside it."""
-        spool = runtime.open_spool(settings, create=False, writable=not read_only)
+        spool = runtime.open_spool(settings, Actor(AGENT), create=False, writable=not read_only)
         try:
             index = Index(index_path(spool))
         except (sqlite3.Error, OSError):

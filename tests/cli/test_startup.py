@@ -31,6 +31,7 @@ NOT_FOR_STATUS = (
     "riddlectl.ops.admin",
     "riddlectl.ops.doctor",
     "riddlectl.ops.submit",
+    "riddlectl.pipeline.jobs",
     "riddlectl.pipeline.ledger",
     "riddlectl.pipeline.stages",
     "watchdog",

@@ -20,14 +20,14 @@ def doc(**fields: object) -> bytes:
 
 
 def test_a_drop_in_that_is_no_riddle_is_set_aside_with_the_reason(spool: Spool) -> None:
-    told: list[tuple[Queue, str, str]] = []
-    spool.on_corrupt = lambda queue, name, reason: told.append((queue, name, reason))
     spool.drop_in(Queue.INCOMING, "garbage.json", b"{not json")
     assert spool.claim(Queue.INCOMING) == []
     (corrupt,) = spool.corrupt_files()
     assert corrupt.name == "garbage.json"
     assert corrupt.reason.startswith("incoming/garbage.json:1:2: not valid JSON")
-    assert told == [(Queue.INCOMING, "garbage.json", corrupt.reason)]
+    # The spool logs it itself, whoever read it: `riddlectl events` shows what was set aside.
+    told = [(e["from"], e["file"], e["error"]) for e in spool.events.read()]
+    assert told == [("incoming", "garbage.json", corrupt.reason)]
     assert spool.ids(Queue.INCOMING) == []
 
 

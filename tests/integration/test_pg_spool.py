@@ -130,8 +130,6 @@ def hold_in_a_process(url: str, how: str) -> subprocess.Popen[str]:
 @pytest.mark.parametrize("how", ["begin", "claim"])
 def test_a_claim_dies_with_its_process(pg_spool: PgSpool, pg_url: str, how: str) -> None:
     pg_spool.add([riddle("a")])
-    told: list[tuple[str, dict[str, object], int]] = []
-    pg_spool.on_abandoned = lambda queue, r, owner, n: told.append((r.id or "", owner, n))
     proc = hold_in_a_process(pg_url, how)
     assert pg_spool.claim(Queue.INCOMING) == []  # held by a live process
     assert pg_spool.examine() == []
@@ -143,10 +141,14 @@ def test_a_claim_dies_with_its_process(pg_spool: PgSpool, pg_url: str, how: str)
     assert f"(pid {proc.pid}), which is gone" in finding.detail
     assert [f.fixed for f in pg_spool.examine(fix=True)] == [True]
     (claim,) = pg_spool.claim(Queue.INCOMING)
+    # The spool logs an abandoned claim itself, and keeps it in the riddle's history.
+    told = [e for e in pg_spool.events.read() if e["outcome"] == "abandoned"]
     if how == "begin":  # its handling had begun: one abandoned claim, and who left it
         assert claim.abandoned == 1
-        ((riddle_id, owner, count),) = told
-        assert (riddle_id, owner["pid"], owner["rev"], count) == ("a", proc.pid, 1, 1)
+        (event,) = told
+        assert (event["id"], event["pid"], event["rev"]) == ("a", proc.pid, 1)
+        assert event["error"] == "its agent died while handling it (1 in a row)"
+        assert claim.riddle.history[-1] == event
     else:
         assert claim.abandoned == 0 and told == []
     assert pg_spool.commit(claim, claim.riddle, Queue.EXTRACTED).rev == 2

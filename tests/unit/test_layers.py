@@ -122,6 +122,13 @@ def test_no_module_imports_itself_round_a_circle() -> None:
     assert import_circles(graph) == []
 
 
+def test_no_module_imports_itself_round_a_circle_even_for_annotations() -> None:
+    """Imports for annotations alone count too: a helper that names its owner's class
+    holds its owner, and is given the narrow collaborator it uses instead."""
+    graph = grimp.build_graph("riddlectl", cache_dir=None, exclude_type_checking_imports=False)
+    assert import_circles(graph) == []
+
+
 def test_the_circle_check_sees_a_circle_of_three() -> None:
     graph = grimp.build_graph("riddlectl", cache_dir=None, exclude_type_checking_imports=True)
     graph.add_import(importer="riddlectl.document.ids", imported="riddlectl.ops.report")

@@ -82,7 +82,7 @@ class FsSpool(Spool):
         self.root = Path(root)
         self.limits = limits or Limits()
         self.durable = durable
-        self.actor = actor or Actor("riddlectl")
+        self.actor: Actor = actor or Actor("riddlectl")
         self.drop_in_grace = drop_in_grace
         self.events_max_bytes = events_max_bytes
         self.tmp_dir = str(self.root / "tmp")
@@ -528,8 +528,8 @@ class FsSpool(Spool):
                 lock.release()
                 return None
             abandoned = 0  # the older copy's commit had completed: nothing was abandoned
-        if abandoned and self.on_abandoned is not None:
-            self.on_abandoned(queue, riddle, owner, abandoned)
+        if abandoned:
+            self.log_abandoned(queue, riddle, owner, abandoned)
         return Claim(riddle, queue, abandoned, _Token(lock, path))
 
     def handled(self, claim: Claim) -> None:
@@ -674,8 +674,7 @@ class FsSpool(Spool):
         reason_path = target.with_name(f"{target.name}.reason")
         atomic.write(reason_path, f"{reason}\n".encode(), self.root / "tmp", durable=self.durable)
         os.rename(self.dir(queue) / name, target)
-        if self.on_corrupt is not None:
-            self.on_corrupt(queue, name, reason)
+        self.log_set_aside(queue, name, reason)
 
     # -- agents and repair ----------------------------------------------------------------
 

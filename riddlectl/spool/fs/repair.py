@@ -14,21 +14,36 @@ import os
 import time
 from collections import defaultdict
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from riddlectl.identity import alive, hostname
 from riddlectl.spool.contract import Finding
 from riddlectl.spool.fs import atomic
 from riddlectl.spool.fs.inbox import iter_entries, kind_of
+from riddlectl.spool.fs.locks import Lock
 from riddlectl.spool.states import FINAL, Queue
 
 if TYPE_CHECKING:
-    from riddlectl.spool.fs.fsspool import FsSpool
+    from riddlectl.document.model import Riddle
 
 TMP_GRACE = 60.0  # a temp file younger than this may still be in a writer's hands
 
 
-def examine(spool: FsSpool, fix: bool = False) -> list[Finding]:
+class Mended(Protocol):
+    """What repair uses of the spool it mends: its layout, its locks, and how it finds
+    riddles and resolves duplicates (the filesystem spool is one)."""
+
+    @property
+    def root(self) -> Path: ...
+    def dir(self, queue: Queue | str) -> Path: ...
+    def ids(self, queue: Queue) -> list[str]: ...
+    def holds(self, queue: Queue, riddle_id: str) -> bool: ...
+    def find(self, riddle_id: str) -> tuple[Queue, Riddle] | None: ...
+    def lock(self, name: str) -> Lock: ...
+    def dedupe(self, riddle_id: str, wait: float = 5.0) -> bool: ...
+
+
+def examine(spool: Mended, fix: bool = False) -> list[Finding]:
     findings = _duplicates(spool, fix)
     findings += _stale_locks(spool, fix)
     findings += _tmp_leftovers(spool, fix)
@@ -37,7 +52,7 @@ def examine(spool: FsSpool, fix: bool = False) -> list[Finding]:
     return findings
 
 
-def sweep(spool: FsSpool) -> None:
+def sweep(spool: Mended) -> None:
     """Tidy what dead agents left (temp files, claim records of final riddles); agents
     do this when they start."""
     for path in stale_tmp(spool):
@@ -46,7 +61,7 @@ def sweep(spool: FsSpool) -> None:
         clear_claim(spool, riddle_id)
 
 
-def _strays(spool: FsSpool) -> list[Finding]:
+def _strays(spool: Mended) -> list[Finding]:
     """Entries of queue directories that are not regular files: no riddles, so neither
     counted nor listed, and in a queue no agent takes from, never set aside."""
     findings = []
@@ -61,7 +76,7 @@ def _strays(spool: FsSpool) -> list[Finding]:
     return findings
 
 
-def _duplicates(spool: FsSpool, fix: bool) -> list[Finding]:
+def _duplicates(spool: Mended, fix: bool) -> list[Finding]:
     where: dict[str, list[Queue]] = defaultdict(list)
     for queue in Queue:
         for riddle_id in spool.ids(queue):
@@ -77,12 +92,12 @@ def _duplicates(spool: FsSpool, fix: bool) -> list[Finding]:
     return findings
 
 
-def _all_ids(spool: FsSpool) -> dict[str, Queue]:
+def _all_ids(spool: Mended) -> dict[str, Queue]:
     """Every id in the spool and a queue holding it, from directory listings alone."""
     return {riddle_id: queue for queue in Queue for riddle_id in spool.ids(queue)}
 
 
-def _lock_files(spool: FsSpool) -> list[os.DirEntry[str]]:
+def _lock_files(spool: Mended) -> list[os.DirEntry[str]]:
     with os.scandir(spool.root / "locks") as entries:
         return [e for e in entries if _is_lock_file(e.name)]
 
@@ -91,7 +106,7 @@ def _is_lock_file(name: str) -> bool:
     return name.endswith(".lock") and not name.startswith("_")
 
 
-def _stale_locks(spool: FsSpool, fix: bool) -> list[Finding]:
+def _stale_locks(spool: Mended, fix: bool) -> list[Finding]:
     """Lock files of riddles that are gone (purged, or removed by hand)."""
     present = _all_ids(spool)
     findings = []
@@ -106,7 +121,7 @@ def _stale_locks(spool: FsSpool, fix: bool) -> list[Finding]:
     return findings
 
 
-def remove_lock(spool: FsSpool, name: str) -> bool:
+def remove_lock(spool: Mended, name: str) -> bool:
     """Delete a riddle's lock file, under the lock itself, if the riddle is gone."""
     lock = spool.lock(name)
     if not lock.try_acquire():
@@ -120,7 +135,7 @@ def remove_lock(spool: FsSpool, name: str) -> bool:
         lock.release()
 
 
-def stale_tmp(spool: FsSpool) -> list[Path]:
+def stale_tmp(spool: Mended) -> list[Path]:
     """Temp files of writers on this host that are no longer alive (a crash's leftovers)."""
     stale = []
     for entry in os.scandir(spool.root / "tmp"):
@@ -130,7 +145,7 @@ def stale_tmp(spool: FsSpool) -> list[Path]:
     return stale
 
 
-def _tmp_leftovers(spool: FsSpool, fix: bool) -> list[Finding]:
+def _tmp_leftovers(spool: Mended, fix: bool) -> list[Finding]:
     """Temp files of dead writers on this host; of unknown or remote writers, those older
     than TMP_GRACE. A live agent's files here (its writes, its recycled spares) are fine."""
     findings = []
@@ -151,7 +166,7 @@ def _tmp_leftovers(spool: FsSpool, fix: bool) -> list[Finding]:
     return findings
 
 
-def stale_claims(spool: FsSpool) -> list[str]:
+def stale_claims(spool: Mended) -> list[str]:
     """Ids whose claim record outlived a commit to a final queue (the holder died after
     committing, before clearing it): nobody will claim them again to tidy up."""
     # Streamed, with a look at the queues only for the few records left: every agent
@@ -167,7 +182,7 @@ def stale_claims(spool: FsSpool) -> list[str]:
     return stale
 
 
-def clear_claim(spool: FsSpool, riddle_id: str) -> bool:
+def clear_claim(spool: Mended, riddle_id: str) -> bool:
     """Clear a stale claim record under the riddle's lock; False if the lock is held."""
     lock = spool.lock(riddle_id)
     if not lock.try_acquire():
@@ -179,7 +194,7 @@ def clear_claim(spool: FsSpool, riddle_id: str) -> bool:
     return True
 
 
-def _stale_claims(spool: FsSpool, fix: bool) -> list[Finding]:
+def _stale_claims(spool: Mended, fix: bool) -> list[Finding]:
     findings = []
     for riddle_id in stale_claims(spool):
         finding = Finding("stale-claim", riddle_id, "claim record of a final or missing riddle")

@@ -17,18 +17,23 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from riddlectl.errors import InvalidDocument
 from riddlectl.spool.contract import Corrupt
 from riddlectl.spool.dropins import ignored, peek_drop_in, read_drop_in
-from riddlectl.spool.postgres.db import Conn
+from riddlectl.spool.postgres.db import Conn, Database
 from riddlectl.spool.states import Queue
 
 if TYPE_CHECKING:
+    from riddlectl.document.codec import Limits
     from riddlectl.document.model import Riddle
-    from riddlectl.spool.postgres.pgspool import PgSpool
+
+# Stores new riddles as they are, in the transaction given (`rows.insert`).
+Insert = Callable[[Conn, Sequence[tuple[Queue, "Riddle"]]], None]
+# Told of every entry set aside, with (queue, name, reason) (`Spool.log_set_aside`).
+SetAside = Callable[[Queue, str, str], None]
 
 READ_AT_ONCE = 64  # drop-ins read per claim
 LOOK_EVERY = 1.0  # seconds between looks for drop-ins no wake-up told of
@@ -38,9 +43,20 @@ NOT_IGNORED = "name NOT LIKE '.%%' AND name NOT LIKE '%%.tmp'"
 
 
 class Inputs:
-    def __init__(self, spool: PgSpool) -> None:
-        self.spool = spool
-        self.db = spool.db
+    """The drop-ins and the set-aside input of one spool: its database, the limits its
+    documents are read to, how a riddle is stored and who is told of a set-aside."""
+
+    def __init__(
+        self,
+        db: Database,
+        limits: Callable[[], Limits],
+        insert: Insert,
+        on_set_aside: SetAside,
+    ) -> None:
+        self.db = db
+        self.limits = limits
+        self.insert = insert
+        self.on_set_aside = on_set_aside
         self._mutex = threading.Lock()
         self._told: set[Queue] = set()  # queues a drop-in arrived in, not looked at since
         self._looked: dict[Queue, float] = {}  # when each queue was last looked at
@@ -71,9 +87,7 @@ class Inputs:
                 "ON CONFLICT (queue, name) DO UPDATE SET raw = excluded.raw, at = excluded.at",
                 (queue.value, name, bytes(raw), time.time()),
             )
-            conn.execute(
-                "SELECT pg_notify(%s, %s)", (self.spool.url.channel, WAKE_UP + queue.value)
-            )
+            conn.execute("SELECT pg_notify(%s, %s)", (self.db.url.channel, WAKE_UP + queue.value))
         self.told(queue)
 
     def read_drop_ins(self, queue: Queue) -> int:
@@ -102,14 +116,13 @@ class Inputs:
                     "DELETE FROM dropins WHERE queue = %s AND name = %s", (queue.value, name)
                 )
         for name, reason in told:
-            if self.spool.on_corrupt is not None:
-                self.spool.on_corrupt(queue, name, reason)
+            self.on_set_aside(queue, name, reason)
         return len(rows)
 
     def _adopt(self, conn: Conn, queue: Queue, name: str, raw: bytes) -> str | None:
         """Store the drop-in as a riddle; the reason it is none, else None."""
         try:
-            riddle = read_drop_in(raw, len(raw), queue, name, self.spool.limits)
+            riddle = read_drop_in(raw, len(raw), queue, name, self.limits())
         except InvalidDocument as exc:
             return str(exc)
         except Exception as exc:  # whatever it is, it is no riddle
@@ -119,7 +132,7 @@ class Inputs:
             return f"{queue.value}/{name}: id {riddle_id!r} is already in the spool"
         if name != f"{riddle_id}.json":
             riddle.extensions()["dropped_as"] = name  # how to find a riddle given an id
-        self.spool.insert(conn, [(queue, riddle)])
+        self.insert(conn, [(queue, riddle)])
         return None
 
     def _keep(self, conn: Conn, name: str, raw: bytes, reason: str) -> str:
@@ -146,8 +159,7 @@ class Inputs:
             if row is None:
                 raise FileNotFoundError(f"{queue.value}/{name}: not in the spool")
             self._keep(conn, name, bytes(row[0]), reason)
-        if self.spool.on_corrupt is not None:
-            self.spool.on_corrupt(queue, name, reason)
+        self.on_set_aside(queue, name, reason)
 
     def corrupt_files(self) -> list[Corrupt]:
         with self.db.session() as conn:
@@ -187,7 +199,7 @@ class Inputs:
             ).fetchall()
         for queue_name, name, raw in rows:
             queue = Queue(queue_name)
-            riddle = peek_drop_in(bytes(raw), len(raw), queue, name, self.spool.limits)
+            riddle = peek_drop_in(bytes(raw), len(raw), queue, name, self.limits())
             if riddle is not None and riddle.id == riddle_id:
                 return queue, riddle
         return None
@@ -204,7 +216,7 @@ class Inputs:
         if row is None:
             return None
         name, raw = row
-        return peek_drop_in(bytes(raw), len(raw), queue, name, self.spool.limits)
+        return peek_drop_in(bytes(raw), len(raw), queue, name, self.limits())
 
     def dropped_recent(self, limit: int, queues: Iterable[Queue]) -> list[tuple[float, Queue, str]]:
         """The `limit` newest drop-ins of `queues`: (when dropped, queue, entry as

@@ -5,13 +5,13 @@ Every transition is one transaction: the document, its queue, `rev`, its events 
 `events`) and the wake-up (`NOTIFY`, delivered at commit) together. Claims are rows
 marked with their holder and a token (see `claims`, `db`); a claim's holder dying gives
 it back through the reaper, which every claiming process runs: at its first claim, then
-every `REAP_EVERY` s in a thread of its own (`_reap_now_and_then`), off the claim path.
+every `REAP_EVERY` s in a thread of its own (`reaper`), off the claim path. New riddles
+are stored by `storing`, input from outside is `inputs`', reading is `reading`'s.
 """
 
 from __future__ import annotations
 
 import contextlib
-import re
 import threading
 import time
 import weakref
@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Any
 
 import psycopg
 
-from riddlectl.document import codec as documents
 from riddlectl.document.codec import Limits
 from riddlectl.document.ids import ID_RE
 from riddlectl.errors import ClaimLost, DuplicateId
@@ -35,19 +34,19 @@ from riddlectl.spool.contract import (
     Spool,
     busy,
     order_key,
-    retry_at,
     stamp,
     unknown,
 )
 from riddlectl.spool.events import Committed
 from riddlectl.spool.postgres import claims as sql
 from riddlectl.spool.postgres import datastore as data
-from riddlectl.spool.postgres import schema
+from riddlectl.spool.postgres import schema, storing
 from riddlectl.spool.postgres.db import Conn, Database
 from riddlectl.spool.postgres.events import PgEventLog
 from riddlectl.spool.postgres.extractions import PgExtractionCache
 from riddlectl.spool.postgres.inputs import Inputs
 from riddlectl.spool.postgres.reading import Reading
+from riddlectl.spool.postgres.reaper import REAP_EVERY, reap_now_and_then
 from riddlectl.spool.postgres.url import SpoolUrl
 from riddlectl.spool.states import Queue, route
 
@@ -55,35 +54,7 @@ if TYPE_CHECKING:
     from riddlectl.document.model import Riddle
     from riddlectl.spool.postgres.wakeups import PgWatch
 
-REAP_EVERY = 1.0  # seconds between looks for claims of dead holders, per spool object
 CLAIM_ID_POLL = 0.05  # seconds between tries of `claim_id` while the riddle is held
-
-# New riddles (`add`, `restore`): their rows, their data files' contents not stored yet
-# and which riddle names which, their events and their queues' wake-ups, in one statement.
-ADD_COLUMNS = ("ids", "queues", "docs", "revs", "priorities", "createds", "retry_ats", "updateds")
-ADD = """
-WITH added AS (
-    INSERT INTO riddles (id, queue, doc, rev, priority, created, retry_at, updated)
-    SELECT * FROM unnest(%(ids)s::text[], %(queues)s::text[], %(docs)s::bytea[],
-        %(revs)s::int[], %(priorities)s::int[], %(createds)s::float8[],
-        %(retry_ats)s::float8[], %(updateds)s::float8[])
-), contents AS (
-    INSERT INTO blobs (sha256, content)
-    SELECT * FROM unnest(%(blob_shas)s::text[], %(blob_contents)s::bytea[])
-    ON CONFLICT (sha256) DO NOTHING
-), named AS (
-    INSERT INTO riddle_data (riddle_id, path, sha256)
-    SELECT * FROM unnest(%(data_ids)s::text[], %(data_paths)s::text[], %(data_shas)s::text[])
-    ON CONFLICT (riddle_id, path) DO UPDATE SET sha256 = excluded.sha256
-), logged AS (
-    INSERT INTO events (at, body)
-    SELECT %(at)s, e.body FROM unnest(%(events)s::text[]) WITH ORDINALITY AS e(body, n)
-    ORDER BY e.n
-)
-SELECT pg_notify(%(channel)s, q.queue)
-FROM unnest(%(arrived)s::text[]) WITH ORDINALITY AS q(queue, n)
-ORDER BY q.n
-"""
 
 
 class PgSpool(Reading, Spool):
@@ -100,10 +71,13 @@ class PgSpool(Reading, Spool):
         self.data_dir = data_dir  # where `add` reads data files from; None: not kept
         self.max_data_bytes = max_data_bytes
         self.limits = limits or Limits()
-        self.db = Database(url, actor or Actor("riddlectl"))
+        self.actor: Actor = actor or Actor("riddlectl")
+        self.db = Database(url, self.actor)
         self._events = PgEventLog(self.db)
         self._extractions = PgExtractionCache(self.db)
-        self.inputs = Inputs(self)
+        self.inputs = Inputs(
+            self.db, lambda: self.limits, storing.insert, on_set_aside=self.log_set_aside
+        )
         self._copies = data.LocalCopies()
         self._reaped = 0.0
         self._reaper: threading.Thread | None = None
@@ -149,50 +123,17 @@ class PgSpool(Reading, Spool):
         self._store([(queue, riddle) for riddle in riddles])
 
     def _store(self, placed: Sequence[tuple[Queue, Riddle]]) -> None:
-        """New riddles as they are, with their data files, this thread's pending events
-        and their queues' wake-ups: one transaction, one statement besides the look for
-        contents stored already (`data.unstored`). An id taken raises `DuplicateId`."""
-        riddles = [riddle for _, riddle in placed]
         kept = (
             []
             if self.data_dir is None
-            else data.gather(riddles, self.data_dir, self.max_data_bytes)
+            else data.gather([riddle for _, riddle in placed], self.data_dir, self.max_data_bytes)
         )
-        rows = [_row(to, riddle) for to, riddle in placed]
-        params: dict[str, Any] = dict(
-            zip(ADD_COLUMNS, [list(c) for c in zip(*rows, strict=True)] or [[]] * 8, strict=True)
-        )
-        params.update(
-            events=[row.decode() for row in self._events.pending()],
-            at=time.time(),
-            channel=self.url.channel,
-            arrived=sorted({to.value for to, _ in placed}),
-        )
-        params.update(zip(("data_ids", "data_paths", "data_shas"), data.named(kept), strict=True))
-        with self.db.transaction() as conn:
-            new = data.unstored(conn, kept)
-            params.update(blob_shas=list(new), blob_contents=list(new.values()))
-            try:
-                conn.execute(ADD, params)
-            except psycopg.errors.UniqueViolation as exc:
-                found = re.search(r"\(id\)=\((.*)\)", exc.diag.message_detail or "")
-                where = found.group(1) if found else "id"
-                raise DuplicateId("id already in the spool", where=where, field="id") from None
+        storing.store(self.db, placed, kept, self._events.pending())
 
     def holders(self) -> list[dict[str, Any]]:
         with self.db.session() as conn:
             rows = conn.execute(sql.LIVE_HOLDERS, self._me()).fetchall()
         return [dict(record) for (record,) in rows]
-
-    def insert(self, conn: Conn, placed: Sequence[tuple[Queue, Riddle]]) -> None:
-        """Store documents as they are (no stamp), in one statement."""
-        rows = [_row(to, riddle) for to, riddle in placed]
-        conn.execute(
-            "INSERT INTO riddles (id, queue, doc, rev, priority, created, retry_at, updated) "
-            "SELECT * FROM unnest(%s::text[], %s::text[], %s::bytea[], %s::int[], %s::int[], "
-            "%s::float8[], %s::float8[], %s::float8[])",
-            [list(column) for column in zip(*rows, strict=True)] if rows else [[]] * 8,
-        )
 
     def _finish(self, conn: Conn, arrived: Iterable[Queue]) -> None:
         """The end of a transition's transaction: its events, and its wake-ups."""
@@ -207,7 +148,7 @@ class PgSpool(Reading, Spool):
 
     def commit_many(self, moves: Sequence[tuple[Claim, Riddle, Queue]]) -> list[Riddle]:
         stamped = [(claim, stamp(riddle), to) for claim, riddle, to in moves]
-        rows = [_row(to, riddle) for _, riddle, to in stamped]
+        rows = [storing.row(to, riddle) for _, riddle, to in stamped]
         self.refuse_oversize(
             (claim, r, to, len(row[2])) for (claim, r, to), row in zip(stamped, rows, strict=True)
         )
@@ -319,8 +260,8 @@ class PgSpool(Reading, Spool):
         riddle = self._parse(queue, riddle_id, doc)
         if riddle.data:  # its local copy of them comes next (`data_files`)
             self._copies.note_files(riddle_id, row[8] or {})
-        if abandoned and self.on_abandoned is not None:
-            self.on_abandoned(queue, riddle, dict(dead or {}), abandoned)
+        if abandoned:
+            self.log_abandoned(queue, riddle, dict(dead or {}), abandoned)
         return Claim(riddle, queue, abandoned, token)
 
     def reap(self, every: float = 0.0) -> list[tuple[str, Queue]]:
@@ -342,7 +283,7 @@ class PgSpool(Reading, Spool):
                 return
             self.reap()
             self._reaper = threading.Thread(
-                target=_reap_now_and_then,
+                target=reap_now_and_then,
                 args=(weakref.ref(self), self._stopping),
                 name="riddlectl-reaper",
                 daemon=True,
@@ -407,32 +348,6 @@ class PgSpool(Reading, Spool):
         self._stopping.set()
         self._extractions.disconnect()
         self.db.close()
-
-
-def _reap_now_and_then(spool: weakref.ref[PgSpool], stopping: threading.Event) -> None:
-    """The reaper's thread: `reap` every `REAP_EVERY` s while the spool is in use. A
-    spool that cannot be reached now is tried again at the next turn."""
-    while not stopping.wait(REAP_EVERY):
-        held = spool()
-        if held is None:
-            return
-        with contextlib.suppress(Exception):
-            held.reap(every=REAP_EVERY)
-        del held
-
-
-def _row(queue: Queue, riddle: Riddle) -> tuple[Any, ...]:
-    """The columns of a stored document, less the document itself (the caller has it)."""
-    return (
-        riddle.id or "",
-        queue.value,
-        documents.dumps(riddle),
-        riddle.rev,
-        riddle.priority,
-        riddle.created or 0.0,
-        retry_at(riddle),
-        riddle.updated or 0.0,
-    )
 
 
 def _holder(record: dict[str, Any] | None) -> str:
