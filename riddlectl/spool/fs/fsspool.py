@@ -46,9 +46,10 @@ from riddlectl.spool.contract import (
     unknown,
 )
 from riddlectl.spool.crashpoints import reach
-from riddlectl.spool.dropins import drop_in_stem, ignored, peek_drop_in, read_drop_in
+from riddlectl.spool.dropins import drop_in_stem, ignored, read_drop_in
 from riddlectl.spool.events import Committed
 from riddlectl.spool.fs import atomic, repair
+from riddlectl.spool.fs.dropped import DropInIndex
 from riddlectl.spool.fs.events import DEFAULT_MAX_BYTES, FsEventLog
 from riddlectl.spool.fs.extractions import FsExtractionCache
 from riddlectl.spool.fs.inbox import Header, Inbox, iter_files, kind_of, list_files
@@ -89,7 +90,7 @@ class FsSpool(Spool):
         self._dirs = {q: str(self.root / q.value) for q in Queue}
         self._locks = str(self.root / "locks")
         self._inboxes: dict[Queue, Inbox] = {}
-        self._drop_in_index: tuple[int, dict[str, str]] | None = None  # see `_drop_ins`
+        self._drop_in_index = DropInIndex(self._dirs[Queue.INCOMING], lambda: self.limits)
         self.contended = 0
 
     @property
@@ -370,36 +371,10 @@ class FsSpool(Spool):
         return (name, riddle) if riddle is not None and riddle.id == riddle_id else None
 
     def _drop_ins(self) -> dict[str, str]:
-        """The entries of `incoming/` by the id each is (`peek_drop_in`), made again only
-        when the directory changed: a process that looks up many ids no queue holds
-        (`events` checking what killed commands left) reads each drop-in once."""
-        incoming = self._dirs[Queue.INCOMING]
-        try:
-            changed = os.stat(incoming).st_mtime_ns  # before the look: a change meanwhile shows
-        except FileNotFoundError:
-            return {}
-        known = self._drop_in_index
-        if known is not None and known[0] == changed:
-            return known[1]
-        index: dict[str, str] = {}
-        for entry in iter_files(incoming):
-            riddle = None if ignored(entry.name) else self._peek(entry.name)
-            if riddle is not None and riddle.id is not None:
-                index.setdefault(riddle.id, entry.name)
-        self._drop_in_index = (changed, index)
-        return index
+        return self._drop_in_index.index()
 
     def _peek(self, name: str) -> Riddle | None:
-        """The riddle the drop-in `name` of `incoming/` is (see `peek_drop_in`)."""
-        try:
-            raw, info = documents.read_raw(
-                f"{self._dirs[Queue.INCOMING]}/{name}", self.limits.readable + 1
-            )
-        except OSError:
-            return None
-        if raw is None:
-            return None
-        return peek_drop_in(raw, info.st_size, Queue.INCOMING, name, self.limits)
+        return self._drop_in_index.peek(name)
 
     def counts(self) -> dict[Queue, int]:
         # Regular files only, told by the directory entry's type: no stat per file, for
