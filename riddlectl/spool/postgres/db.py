@@ -57,6 +57,7 @@ class Database:
         self._mutex = threading.RLock()
         self._conn: Conn | None = None
         self.holder: int | None = None  # this process's holder key, once it claimed
+        self.role: str | None = None  # who the server took us for, once connected
 
     def connect(self) -> Conn:
         """A new connection of its own, with the spool's schema first on its path."""
@@ -73,11 +74,15 @@ class Database:
             raise self.unreachable(exc) from None
 
     def unreachable(self, exc: BaseException) -> SpoolUnusable:
-        text = str(exc).strip().splitlines()
-        return SpoolUnusable(
-            f"cannot use the database: {text[0] if text else type(exc).__name__}",
-            where=self.url.shown,
-        )
+        """`exc` as the one line a user sees: the spool cannot be used, and why."""
+        return unusable(exc, self.url.shown, self.role)
+
+    def refused(self, exc: psycopg.Error) -> BaseException:
+        """What to raise for `exc`: `SpoolUnusable` when the server refuses the spool
+        (see `refusal`), else `exc` itself, for its caller to judge (an id taken)."""
+        if isinstance(exc, psycopg.OperationalError):
+            self._drop()
+        return self.unreachable(exc) if refusal(exc) else exc
 
     @contextlib.contextmanager
     def session(self, hold: bool = False) -> Iterator[Conn]:
@@ -90,9 +95,8 @@ class Database:
                 if hold:
                     self._hold(conn)
                 yield conn
-            except psycopg.OperationalError as exc:
-                self._drop()
-                raise self.unreachable(exc) from None
+            except psycopg.Error as exc:
+                raise self.refused(exc) from None
 
     @contextlib.contextmanager
     def transaction(self, hold: bool = False, durable: bool = True) -> Iterator[Conn]:
@@ -111,15 +115,18 @@ class Database:
             except psycopg.OperationalError as exc:
                 self._drop()
                 raise self.unreachable(exc) from None
+            except psycopg.Error as exc:
+                with contextlib.suppress(psycopg.Error):
+                    conn.execute("ROLLBACK")
+                raise self.refused(exc) from None
             except BaseException:
                 with contextlib.suppress(psycopg.Error):
                     conn.execute("ROLLBACK")
                 raise
             try:
                 conn.execute("COMMIT")
-            except psycopg.OperationalError as exc:
-                self._drop()
-                raise self.unreachable(exc) from None
+            except psycopg.Error as exc:
+                raise self.refused(exc) from None
 
     def single(self, query: str, params: dict[str, Any], hold: bool = False) -> list[Any]:
         """One statement, a transaction of its own whose commit does not wait for the disk
@@ -144,6 +151,8 @@ class Database:
                     self._drop()
                     if attempt:
                         raise self.unreachable(exc) from None
+                except psycopg.Error as exc:
+                    raise self.refused(exc) from None
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _begun(self, hold: bool, durable: bool) -> Conn:
@@ -158,6 +167,8 @@ class Database:
                 self._drop()
                 if attempt:
                     raise self.unreachable(exc) from None
+            except psycopg.Error as exc:
+                raise self.refused(exc) from None
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _connection(self) -> Conn:
@@ -171,6 +182,7 @@ class Database:
                 conn.close()
                 raise
             self._conn = conn
+            self.role = conn.info.user
         return conn
 
     def _hold(self, conn: Conn) -> None:
@@ -219,3 +231,37 @@ def still_open(conn: Conn) -> bool:
     except psycopg.OperationalError:
         return False
     return pgconn.status == pq.ConnStatus.OK
+
+
+# What the server says when the spool cannot be used as it stands, whatever the statement:
+# SQLSTATE classes (connection trouble; insufficient resources such as a full disk;
+# operator intervention: a shutdown, a server starting up, a statement or lock timeout;
+# system errors), then single states (no privilege; a read-only server or transaction;
+# a lock not had in time; the database or role that is not there).
+REFUSED_CLASSES = ("08", "53", "57", "58")
+REFUSED_STATES = {"42501", "25006", "55P03", "3D000", "28000", "28P01"}
+READ_ONLY = "25006"
+
+
+def refusal(exc: BaseException) -> bool:
+    """True when `exc` says the spool cannot be used now (rights, a read-only or starting
+    server, a full disk, a timeout, a shutdown, a lost connection), not that the statement
+    itself was wrong."""
+    if isinstance(exc, psycopg.OperationalError):
+        return True  # a connection lost says no SQLSTATE at all
+    state = getattr(exc, "sqlstate", None) or ""
+    return state[:2] in REFUSED_CLASSES or state in REFUSED_STATES
+
+
+def unusable(exc: BaseException, shown: str, role: str | None) -> SpoolUnusable:
+    """The one line for `exc`: the server's own first line, and whom it refused."""
+    diag = getattr(exc, "diag", None)
+    primary = getattr(diag, "message_primary", None)
+    lines = str(exc).strip().splitlines()
+    text = primary or (lines[0] if lines else type(exc).__name__)
+    state = getattr(exc, "sqlstate", None)
+    if state == "42501" and role:
+        text = f"{text} (role {role})"
+    elif state == READ_ONLY:
+        text = f"{text} (the server is read-only: a hot standby, or default_transaction_read_only)"
+    return SpoolUnusable(f"the spool cannot be used: {text}", where=shown)
