@@ -20,6 +20,7 @@ server restarts, the lock is free, and a reaper (`claims.reap`) gives the claims
 from __future__ import annotations
 
 import contextlib
+import os
 import secrets
 import threading
 import time
@@ -28,6 +29,7 @@ from typing import Any
 
 import psycopg
 from psycopg import pq
+from psycopg.conninfo import conninfo_to_dict
 from psycopg.types.json import Jsonb
 
 from riddlectl.errors import SpoolUnusable
@@ -44,6 +46,9 @@ KEEPALIVES = {
     "keepalives_count": 3,
     "tcp_user_timeout": 25_000,
 }
+
+# The libpq environment variables of the parameters riddlectl has defaults for.
+ENVIRONMENT = {"connect_timeout": "PGCONNECT_TIMEOUT", "application_name": "PGAPPNAME"}
 
 # A transaction that waits for the disk as the server, database or role says, whatever
 # this session's own setting (`SET … TO DEFAULT` is the value before any `SET`).
@@ -62,16 +67,28 @@ class Database:
     def connect(self) -> Conn:
         """A new connection of its own, with the spool's schema first on its path."""
         try:
-            return psycopg.connect(
-                self.url.conninfo,
-                autocommit=True,
-                connect_timeout=10,
-                application_name=f"riddlectl {self.actor.name}",
-                options=f"-c search_path={self.url.schema}",
-                **KEEPALIVES,  # type: ignore[arg-type]
-            )
+            return psycopg.connect(self.url.conninfo, autocommit=True, **self.defaults())
         except psycopg.Error as exc:
             raise self.unreachable(exc) from None
+
+    def defaults(self) -> dict[str, Any]:
+        """riddlectl's connection parameters, less those the URL (or libpq's environment)
+        sets: what the user wrote wins. `options` are the user's followed by the spool's
+        `search_path`, which must win for the spool to be found."""
+        given = conninfo_to_dict(self.url.conninfo)
+        ours: dict[str, Any] = {
+            "connect_timeout": 10,
+            "application_name": f"riddlectl {self.actor.name}",
+            **KEEPALIVES,
+        }
+        chosen = {
+            key: value
+            for key, value in ours.items()
+            if key not in given and not os.environ.get(ENVIRONMENT.get(key, ""))
+        }
+        theirs = str(given.get("options") or os.environ.get("PGOPTIONS") or "")
+        chosen["options"] = f"{theirs} -c search_path={self.url.schema}".strip()
+        return chosen
 
     def unreachable(self, exc: BaseException) -> SpoolUnusable:
         """`exc` as the one line a user sees: the spool cannot be used, and why."""
