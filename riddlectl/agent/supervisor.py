@@ -9,7 +9,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from riddlectl import runtime
-from riddlectl.agent.worker import Worker, run_workers
+from riddlectl.agent.worker import Worker, run_workers, say
+from riddlectl.errors import SpoolUnavailable
 from riddlectl.identity import Actor
 from riddlectl.settings import Settings
 from riddlectl.spool.states import INBOX, STAGES, Queue
@@ -64,6 +65,8 @@ def run(
     stop = stop or threading.Event()
     summary = RunSummary(keep_ids=once)
     started = time.monotonic()
+    if not once and not await_spool(settings, stop):
+        return summary  # stopped while waiting
     actor = Actor(f"{name}:{'+'.join(stages)}")
     spool = runtime.open_spool(settings, actor)
     contexts = {
@@ -99,6 +102,31 @@ def run(
         summary.seconds = time.monotonic() - started
         summary.held = len(spool.ids(Queue.HOLD))
     return summary
+
+
+AWAIT_FIRST, AWAIT_CAP = 0.5, 30.0  # seconds between tries, doubling
+
+
+def await_spool(settings: Settings, stop: threading.Event) -> bool:
+    """Wait until the spool can be used (a database server down or starting up, or one
+    refusing for now), trying again with back-off; say so once, and once when it can be
+    used. False when `stop` was set meanwhile. Any other `SpoolUnusable` (no spool
+    there) is raised: waiting would not help."""
+    delay, waited = AWAIT_FIRST, False
+    while not stop.is_set():
+        try:
+            runtime.open_spool(settings, create=False).close()
+        except SpoolUnavailable as exc:
+            if not waited:
+                say(f"{exc}; waiting for it, trying again with back-off (up to {AWAIT_CAP:g} s)")
+                waited = True
+            stop.wait(delay)
+            delay = min(AWAIT_CAP, delay * 2)
+            continue
+        if waited:
+            say("connected to the spool; going on")
+        return True
+    return False
 
 
 _count_lock = threading.Lock()

@@ -32,7 +32,7 @@ from psycopg import pq
 from psycopg.conninfo import conninfo_to_dict
 from psycopg.types.json import Jsonb
 
-from riddlectl.errors import SpoolUnusable
+from riddlectl.errors import SpoolUnavailable, SpoolUnusable
 from riddlectl.identity import Actor
 from riddlectl.spool.postgres.url import SpoolUrl
 
@@ -281,4 +281,4 @@ def unusable(exc: BaseException, shown: str, role: str | None) -> SpoolUnusable:
         text = f"{text} (role {role})"
     elif state == READ_ONLY:
         text = f"{text} (the server is read-only: a hot standby, or default_transaction_read_only)"
-    return SpoolUnusable(f"the spool cannot be used: {text}", where=shown)
+    return SpoolUnavailable(f"the spool cannot be used: {text}", where=shown)
