@@ -450,6 +450,48 @@ def test_a_running_agent_outlives_a_server_restart_saying_so_once(
     assert b"cannot be used" not in rest, rest.decode()  # said once, above
 
 
+def test_a_full_disk_is_told_in_one_line_and_nothing_is_stored(
+    throwaway: tuple[Throwaway, Cli], tmp_path: Path
+) -> None:
+    """The spool's tables in a tablespace on a tmpfs of 2 MiB (its place given in the
+    URL's options), and riddles larger than that submitted at once."""
+    server, cli = throwaway
+    if server.state != "up":
+        server.start()
+    tiny = server.home / "tiny"
+    tiny.mkdir()
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(tiny)], capture_output=True
+    )
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode().strip()}")
+    try:
+        os.chown(tiny, server.data.stat().st_uid, server.data.stat().st_gid)
+        with psycopg.connect(server.url, autocommit=True) as admin:
+            admin.execute(f"CREATE TABLESPACE tiny LOCATION '{tiny}'")
+        full = Cli(
+            f"{pg.with_schema(server.url, 'full')}&options=-c%20default_tablespace%3Dtiny",
+            cli.data,
+        )
+        assert full("init").code == 0
+        docs = [
+            {
+                "id": f"big{n}",
+                "riddle": {"question": "x * y =", "context": os.urandom(150_000).hex()},
+            }
+            for n in range(8)
+        ]
+        done = full("submit", "-", input="\n".join(orjson.dumps(d).decode() for d in docs))
+        line = refused_in_one_line(done)
+        assert "No space left on device" in line, line
+        assert full("status", "big0").code == 3  # nothing of it was stored
+    finally:
+        with psycopg.connect(server.url, autocommit=True) as admin:
+            admin.execute('DROP SCHEMA IF EXISTS "full" CASCADE')
+            admin.execute("DROP TABLESPACE IF EXISTS tiny")
+        subprocess.run(["umount", str(tiny)], check=False)
+
+
 def history(cli: Cli, riddle_id: str) -> list[dict[str, object]]:
     shown = cli("show", riddle_id)
     assert shown.code == 0, shown.err
