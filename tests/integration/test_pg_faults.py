@@ -371,6 +371,35 @@ def test_a_server_down_starting_up_or_read_only_is_told_in_one_line(
         assert "read-only" in line, line
 
 
+def test_serve_on_a_server_down_starting_up_or_read_only(
+    unreachable: tuple[Throwaway, Cli],
+) -> None:
+    """Started while the server is down or starting up, `serve` says so in one line and
+    exits 5; on a hot standby it serves, and a change answers 503 naming the read-only
+    server."""
+    server, cli = unreachable
+    if server.state != "hot standby":
+        done = cli("serve", "--port", "0", timeout=60)
+        refused_in_one_line(done)
+        return
+    served = serve(cli)
+    try:
+        with served.client() as http:
+            served.wait_for(lambda: http.get("/api/riddles").status_code == 200)
+            made = http.post("/api/submit", json=orjson.loads(SUBMIT))
+            assert made.status_code == 503, made.text
+            assert set(made.json()) == {"error", "where", "field"}
+            assert "read-only" in made.json()["error"]
+            for action, riddle_id in (("cancel", "b"), ("hold", "b"), ("retry", "a")):
+                acted = http.post(f"/api/{action}", json={"ids": [riddle_id]})
+                assert acted.status_code == 503, (action, acted.text)
+                assert "read-only" in acted.json()["error"], acted.text
+    finally:
+        served.stop()
+    log = served.proc.stderr.read() if served.proc.stderr else b""
+    assert b"Traceback" not in log, log.decode()
+
+
 def read_line(proc: subprocess.Popen[bytes], timeout: float = 60) -> str:
     """The next line `proc` writes on stderr."""
     assert proc.stderr is not None
