@@ -115,9 +115,12 @@ def run(
             settings, chosen, once=once, concurrency=concurrency, stop=stop, hurry=hurry
         )
     else:
+        from riddlectl.agent.supervisor import await_spool
         from riddlectl.cli.progress import RunProgress
 
-        with RunProgress(runtime.open_spool(settings)) as progress:
+        if not once and not await_spool(settings, stop):  # the bar needs the spool
+            raise typer.Exit(0)  # stopped while waiting for it
+        with RunProgress(runtime.open_spool(settings, create=False)) as progress:
             summary = run_agents(
                 settings,
                 chosen,

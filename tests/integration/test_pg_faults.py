@@ -450,6 +450,17 @@ def test_a_long_running_agent_waits_for_the_server_then_goes_on(
     assert rest.count(b"the spool cannot be used") == 0, rest.decode()  # said once, above
 
 
+def test_an_agent_waiting_for_the_server_stops_at_sigterm(tmp_path: Path) -> None:
+    nothing_there = Cli("postgresql://postgres@127.0.0.1:1/postgres", tmp_path)
+    agent = nothing_there.popen("agent", "extract")
+    try:
+        assert "waiting for it" in read_line(agent)
+    finally:
+        agent.send_signal(signal.SIGTERM)
+        _, rest = agent.communicate(timeout=30)
+    assert agent.returncode == 0 and rest == b"", rest.decode()
+
+
 def test_a_running_agent_outlives_a_server_restart_saying_so_once(
     throwaway: tuple[Throwaway, Cli],
 ) -> None:
