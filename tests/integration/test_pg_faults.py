@@ -165,6 +165,66 @@ def test_a_role_without_rights_is_told_in_one_line(
         assert "permission denied" in line and f"(role {role})" in line, line
 
 
+@contextlib.contextmanager
+def a_role(admin: str, schema: str, reads: bool) -> Iterator[str]:
+    """A role of this test's own: with `reads`, one that may only read the spool's
+    tables; else one without rights on the schema. Dropped after."""
+    role = f"late_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'CREATE ROLE "{role}" LOGIN')
+        if reads:
+            conn.execute(f'GRANT USAGE ON SCHEMA "{schema}" TO "{role}"')
+            conn.execute(f'GRANT SELECT ON ALL TABLES IN SCHEMA "{schema}" TO "{role}"')
+    try:
+        yield role
+    finally:
+        with psycopg.connect(admin, autocommit=True) as conn:
+            conn.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = %s",
+                (role,),
+            )
+            conn.execute(f'DROP OWNED BY "{role}"')
+            conn.execute(f'DROP ROLE "{role}"')
+
+
+def grant_all(admin: str, schema: str, role: str) -> None:
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'GRANT USAGE ON SCHEMA "{schema}" TO "{role}"')
+        conn.execute(f'GRANT ALL ON ALL TABLES IN SCHEMA "{schema}" TO "{role}"')
+        conn.execute(f'GRANT ALL ON ALL SEQUENCES IN SCHEMA "{schema}" TO "{role}"')
+        conn.execute(f'GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA "{schema}" TO "{role}"')
+
+
+@pytest.mark.parametrize("reads", [False, True], ids=["no-rights", "reads-only"])
+def test_an_agent_whose_role_lacks_rights_waits_until_they_are_granted(
+    roles: tuple[Roles, Path], reads: bool
+) -> None:
+    """Without rights on the schema it waits before it starts; with reading rights
+    alone it starts, and waits at its first claim. Granted the rights, it goes on."""
+    made, data = roles
+    schema = made.url.rsplit("schema=", 1)[1]
+    with a_role(made.admin, schema, reads) as role:
+        cli = made.cli(role, data)
+        agent = cli.popen("agent", "extract")
+        try:
+            waiting = read_line(agent)
+            assert "permission denied" in waiting and f"(role {role})" in waiting, waiting
+            grant_all(made.admin, schema, role)
+            going = read_line(agent)
+            assert "connected" in going or "can be used again" in going, going
+            riddle_id = f"granted-{uuid.uuid4().hex[:6]}"
+            owner = Cli(made.url, data)
+            assert owner("submit", "-", input=orjson.dumps(example_doc(id=riddle_id))).code == 0
+            deadline = time.monotonic() + 60
+            while not any(e.get("stage") == "extract" for e in history(owner, riddle_id)):
+                assert time.monotonic() < deadline, owner("show", riddle_id).out
+                time.sleep(0.2)
+        finally:
+            agent.send_signal(signal.SIGTERM)
+            _, rest = agent.communicate(timeout=60)
+    assert b"Traceback" not in rest and b"agent error" not in rest, rest.decode()
+
+
 def test_a_read_only_server_is_named(roles: tuple[Roles, Path]) -> None:
     made, data = roles
     done = made.cli(made.frozen, data)("submit", "-", input=SUBMIT)
