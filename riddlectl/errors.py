@@ -69,6 +69,12 @@ class SpoolUnusable(RiddleError):
     exit_code = ExitCode.SPOOL_UNUSABLE
 
 
+class SpoolUnavailable(SpoolUnusable):
+    """The spool cannot be used now, for a reason that may pass: a database server that is
+    down, starting up, read-only or full, or that refuses this role. A one-shot command
+    exits 5 on it; a long-running agent waits and tries again."""
+
+
 class ClaimLost(RiddleError):
     """A commit of a claim the spool gave back meanwhile, its holder taken for dead (a
     host cut off from a shared spool): refused, so that it never overwrites what the

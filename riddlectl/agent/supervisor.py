@@ -7,12 +7,18 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, TypeVar
 
 from riddlectl import runtime
-from riddlectl.agent.worker import Worker, run_workers
+from riddlectl.agent.worker import Worker, run_workers, say
+from riddlectl.errors import SpoolUnavailable
 from riddlectl.identity import Actor
 from riddlectl.settings import Settings
+from riddlectl.spool.contract import Spool
 from riddlectl.spool.states import INBOX, STAGES, Queue
+
+if TYPE_CHECKING:
+    from riddlectl.pipeline.stages import StageContext
 
 
 @dataclass
@@ -65,19 +71,32 @@ def run(
     summary = RunSummary(keep_ids=once)
     started = time.monotonic()
     actor = Actor(f"{name}:{'+'.join(stages)}")
-    spool = runtime.open_spool(settings, actor)
-    contexts = {
-        stage: runtime.stage_context(settings, stage, spool) for stage in STAGES if stage in stages
-    }
+    contexts: dict[str, StageContext] = {}
 
     def make_worker() -> Worker:
         # A spool object each: one keeps what a thread's claims need (its inbox backlogs).
-        pipeline = runtime.pipeline(settings, runtime.open_spool(settings, actor), actor)
+        worker_spool = runtime.open_spool(settings, actor, create=False)
+        pipeline = runtime.pipeline(settings, worker_spool, actor)
         pipeline.on_move = lambda riddle_id, queue: _count(summary, riddle_id, queue)
         return Worker(pipeline, contexts)
 
-    workers = [make_worker() for _ in range(concurrency)]
-    spool.recover(workers[0].pipeline.committed)  # what agents that died left behind
+    def start() -> tuple[Spool, list[Worker]]:
+        # Only `init` makes a spool: an agent's role need not be allowed to make one.
+        spool = runtime.open_spool(settings, actor, create=False)
+        contexts.clear()
+        contexts.update(
+            (stage, runtime.stage_context(settings, stage, spool))
+            for stage in STAGES
+            if stage in stages
+        )
+        workers = [make_worker() for _ in range(concurrency)]
+        spool.recover(workers[0].pipeline.committed)  # what agents that died left behind
+        return spool, workers
+
+    begun = start() if once else patiently(start, stop)
+    if begun is None:
+        return summary  # stopped while waiting for the spool
+    spool, workers = begun
     # What is loaded by now (modules, schemas, handlers) lives as long as the agent: kept
     # out of the collector's passes, which walked it again and again (solve: 0.31 ->
     # 0.22 ms of CPU per riddle).
@@ -99,6 +118,44 @@ def run(
         summary.seconds = time.monotonic() - started
         summary.held = len(spool.ids(Queue.HOLD))
     return summary
+
+
+AWAIT_FIRST, AWAIT_CAP = 0.5, 30.0  # seconds between tries, doubling
+
+
+T = TypeVar("T")
+
+
+def patiently(start: Callable[[], T], stop: threading.Event) -> T | None:
+    """`start()`, tried again with back-off while the spool cannot be used for now (a
+    database server down or starting up, or one refusing this role); said once, and once
+    when it went through. None when `stop` was set meanwhile. Any other `SpoolUnusable`
+    (no spool there) is raised: waiting would not help."""
+    delay, waited = AWAIT_FIRST, False
+    while not stop.is_set():
+        try:
+            begun = start()
+        except SpoolUnavailable as exc:
+            if not waited:
+                say(f"{exc}; waiting for it, trying again with back-off (up to {AWAIT_CAP:g} s)")
+                waited = True
+            stop.wait(delay)
+            delay = min(AWAIT_CAP, delay * 2)
+            continue
+        if waited:
+            say("connected to the spool; going on")
+        return begun
+    return None
+
+
+def await_spool(settings: Settings, stop: threading.Event) -> bool:
+    """Wait until the spool can be used (see `patiently`); False when stopped first."""
+
+    def usable() -> bool:
+        runtime.open_spool(settings, create=False).close()
+        return True
+
+    return patiently(usable, stop) is not None
 
 
 _count_lock = threading.Lock()

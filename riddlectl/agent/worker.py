@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from riddlectl import inflight
+from riddlectl.errors import SpoolUnusable
 from riddlectl.pipeline.jobs import Pipeline
 from riddlectl.pipeline.stages import MANAGE, SOLVE, Stage, StageContext, stage_named
 from riddlectl.spool.states import Queue
@@ -85,7 +86,8 @@ class Worker:
 
 
 class DiskTrouble:
-    """Back-off while the spool cannot be written (full disk, read-only mount).
+    """Back-off while the spool cannot be written (full disk, read-only mount) or used (a
+    database server that is down, restarting or refusing).
 
     Says so on stderr once per streak and once a minute after, waits 0.5 s, doubling up
     to 30 s, and starts over when a tick succeeds. Nothing is lost meanwhile: a commit is
@@ -95,19 +97,23 @@ class DiskTrouble:
     def __init__(self) -> None:
         self.failures = 0
         self.last_said = 0.0
+        self.unusable = False  # the last trouble was the spool's, not the disk's
 
-    def back_off(self, exc: OSError) -> float:
+    def back_off(self, exc: OSError | SpoolUnusable) -> float:
         self.failures += 1
+        self.unusable = isinstance(exc, SpoolUnusable)
         delay = min(30.0, 0.5 * 2.0 ** (self.failures - 1))
         if self.failures == 1 or time.monotonic() - self.last_said > 60:
             self.last_said = time.monotonic()
-            sys.stderr.write(f"riddlectl: cannot write the spool: {exc}; retrying in {delay:g} s\n")
+            what = exc if isinstance(exc, SpoolUnusable) else f"cannot write the spool: {exc}"
+            sys.stderr.write(f"riddlectl: {what}; retrying in {delay:g} s\n")
             sys.stderr.flush()
         return delay
 
     def clear(self) -> None:
         if self.failures:
-            sys.stderr.write("riddlectl: the spool is writable again\n")
+            again = "can be used" if self.unusable else "is writable"
+            sys.stderr.write(f"riddlectl: the spool {again} again\n")
             sys.stderr.flush()
         self.failures = 0
 
@@ -148,7 +154,7 @@ def _wind_down(crew: Crew, hurry: threading.Event, grace: float) -> None:
     """Wait up to `grace` s for the handler calls still running, then end them."""
     running = len(crew.calls.running())
     if running and crew.alive():
-        _say(f"stopping: {running} handler(s) still running, waiting up to {grace:g} s")
+        say(f"stopping: {running} handler(s) still running, waiting up to {grace:g} s")
     deadline = time.monotonic() + grace
     while crew.alive() and time.monotonic() < deadline and not hurry.is_set():
         crew.join(0.05)
@@ -156,9 +162,9 @@ def _wind_down(crew: Crew, hurry: threading.Event, grace: float) -> None:
         return
     groups, threads = crew.calls.stop()
     if groups:
-        _say(f"stopping: killed {groups} handler(s) still running; their riddles are given back")
+        say(f"stopping: killed {groups} handler(s) still running; their riddles are given back")
     if threads:
-        _say(
+        say(
             f"stopping: {threads} Python handler(s) still running cannot be killed (threads); "
             "abandoned, their riddles are given back"
         )
@@ -167,7 +173,7 @@ def _wind_down(crew: Crew, hurry: threading.Event, grace: float) -> None:
         crew.join(0.05)
 
 
-def _say(message: str) -> None:
+def say(message: str) -> None:
     sys.stderr.write(f"riddlectl: {message}\n")
     sys.stderr.flush()
 
@@ -293,7 +299,7 @@ class Crew:
             moved = worker.tick()
             self.trouble.clear()
             return moved
-        except OSError as exc:
+        except (OSError, SpoolUnusable) as exc:
             self.stop.wait(self.trouble.back_off(exc))
         except Exception as exc:
             sys.stderr.write(f"riddlectl: agent error: {type(exc).__name__}: {exc}\n")

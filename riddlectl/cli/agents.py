@@ -123,9 +123,10 @@ def run(
         max_trials=max_trials,
         handlers=_handler_flags(handler or []) or None,
     )
-    # Only `init` makes a spool. A long-running agent waits out a read-only spool; a
-    # --once run (cron) is told at once.
-    runtime.open_spool(settings, create=False, writable=once)
+    # Only `init` makes a spool. A long-running agent waits out a read-only spool and a
+    # database that cannot be used yet (`await_spool`); a --once run (cron) is told at once.
+    if once:
+        runtime.open_spool(settings, create=False, writable=True)
     quiet_watchdog()
     stop, hurry = stop_on_signals()
     if quiet or as_json or not sys.stdout.isatty():
@@ -133,9 +134,12 @@ def run(
             settings, chosen, once=once, concurrency=concurrency, stop=stop, hurry=hurry
         )
     else:
+        from riddlectl.agent.supervisor import await_spool
         from riddlectl.cli.progress import RunProgress
 
-        with RunProgress(runtime.open_spool(settings)) as progress:
+        if not once and not await_spool(settings, stop):  # the bar needs the spool
+            raise typer.Exit(0)  # stopped while waiting for it
+        with RunProgress(runtime.open_spool(settings, create=False)) as progress:
             summary = run_agents(
                 settings,
                 chosen,
@@ -179,7 +183,8 @@ def agent(
     settings = resolve(
         ctx, timeout=timeout, max_attempts=max_attempts, max_trials=max_trials, handlers=handlers
     )
-    runtime.open_spool(settings, create=False, writable=once)  # as for `run`
+    if once:  # as for `run`
+        runtime.open_spool(settings, create=False, writable=True)
     quiet_watchdog()
     stop, hurry = stop_on_signals()
     summary = run_agents(

@@ -189,7 +189,7 @@ def test_wake_ups_survive_a_dropped_listening_connection(pg_spool: PgSpool) -> N
 def test_a_read_after_the_server_ended_the_connection_is_answered(pg_spool: PgSpool) -> None:
     pg_spool.add([riddle("a")])
     assert terminate(pg_spool) >= 1  # as a server restart does, while the agent is idle
-    assert pg_spool.find("a")[0] is Queue.INCOMING  # not "cannot use the database"
+    assert pg_spool.find("a")[0] is Queue.INCOMING  # not "the spool cannot be used"
     assert pg_spool.ids(Queue.INCOMING) == ["a"]
 
 
@@ -323,3 +323,25 @@ def test_purge_takes_old_events_and_the_data_files_no_riddle_names_any_more(pg_c
     # The events logged before the cut go too: what is left is the last purge's.
     stages = [orjson.loads(line)["stage"] for line in pg_cli("events").out.splitlines()]
     assert stages == ["purge"]
+
+
+@pytest.mark.postgres
+def test_the_urls_own_connection_parameters_win_over_riddlectls(pg_url: str) -> None:
+    url = f"{pg_url}&application_name=mytag&options=-c%20statement_timeout%3D2000&connect_timeout=3"
+    spool = open_spool(url, create=True)
+    assert isinstance(spool, PgSpool)
+    try:
+        with spool.db.session() as conn:
+            row = conn.execute("SELECT pg_backend_pid(), current_setting('search_path')").fetchone()
+            timeout = conn.execute("SHOW statement_timeout").fetchone()
+        assert row is not None and timeout == ("2s",)
+        assert spool.url.schema in row[1]  # riddlectl's own schema is still first
+        with psycopg.connect(pg.require(), autocommit=True) as admin:
+            seen = admin.execute(
+                "SELECT application_name FROM pg_stat_activity WHERE pid = %s", (row[0],)
+            ).fetchone()
+        assert seen == ("mytag",)
+        spool.add([riddle("p")])  # and the spool works as ever
+        assert spool.find("p")[0] is Queue.INCOMING
+    finally:
+        spool.disconnect()

@@ -38,7 +38,7 @@ def test_a_postgresql_server_that_cannot_be_reached_is_named_without_its_passwor
     with pytest.raises(SpoolUnusable) as refused:
         open_spool(target)
     message = str(refused.value)
-    assert ": cannot use the database: " in message and "\n" not in message
+    assert ": the spool cannot be used: " in message and "\n" not in message
     assert message.startswith("postgres") and "://" in message and "secret" not in message
     assert list(tmp_path.iterdir()) == []
 
@@ -54,7 +54,7 @@ def test_the_command_says_so_in_one_line(capsys: pytest.CaptureFixture[str]) -> 
     assert exited.value.code == ExitCode.SPOOL_UNUSABLE
     err = capsys.readouterr().err
     assert err.startswith(
-        "riddlectl: postgresql://riddler:…@127.0.0.1:1/riddles: cannot use the database: "
+        "riddlectl: postgresql://riddler:…@127.0.0.1:1/riddles: the spool cannot be used: "
     )
     assert err.count("\n") == 1
 

@@ -20,6 +20,7 @@ server restarts, the lock is free, and a reaper (`claims.reap`) gives the claims
 from __future__ import annotations
 
 import contextlib
+import os
 import secrets
 import threading
 import time
@@ -28,9 +29,10 @@ from typing import Any
 
 import psycopg
 from psycopg import pq
+from psycopg.conninfo import conninfo_to_dict
 from psycopg.types.json import Jsonb
 
-from riddlectl.errors import SpoolUnusable
+from riddlectl.errors import SpoolUnavailable, SpoolUnusable
 from riddlectl.identity import Actor
 from riddlectl.spool.postgres.url import SpoolUrl
 
@@ -45,6 +47,9 @@ KEEPALIVES = {
     "tcp_user_timeout": 25_000,
 }
 
+# The libpq environment variables of the parameters riddlectl has defaults for.
+ENVIRONMENT = {"connect_timeout": "PGCONNECT_TIMEOUT", "application_name": "PGAPPNAME"}
+
 # A transaction that waits for the disk as the server, database or role says, whatever
 # this session's own setting (`SET … TO DEFAULT` is the value before any `SET`).
 DURABLE_BEGIN = "BEGIN; SET LOCAL synchronous_commit TO DEFAULT"
@@ -57,27 +62,44 @@ class Database:
         self._mutex = threading.RLock()
         self._conn: Conn | None = None
         self.holder: int | None = None  # this process's holder key, once it claimed
+        self.role: str | None = None  # who the server took us for, once connected
 
     def connect(self) -> Conn:
         """A new connection of its own, with the spool's schema first on its path."""
         try:
-            return psycopg.connect(
-                self.url.conninfo,
-                autocommit=True,
-                connect_timeout=10,
-                application_name=f"riddlectl {self.actor.name}",
-                options=f"-c search_path={self.url.schema}",
-                **KEEPALIVES,  # type: ignore[arg-type]
-            )
+            return psycopg.connect(self.url.conninfo, autocommit=True, **self.defaults())
         except psycopg.Error as exc:
             raise self.unreachable(exc) from None
 
+    def defaults(self) -> dict[str, Any]:
+        """riddlectl's connection parameters, less those the URL (or libpq's environment)
+        sets: what the user wrote wins. `options` are the user's followed by the spool's
+        `search_path`, which must win for the spool to be found."""
+        given = conninfo_to_dict(self.url.conninfo)
+        ours: dict[str, Any] = {
+            "connect_timeout": 10,
+            "application_name": f"riddlectl {self.actor.name}",
+            **KEEPALIVES,
+        }
+        chosen = {
+            key: value
+            for key, value in ours.items()
+            if key not in given and not os.environ.get(ENVIRONMENT.get(key, ""))
+        }
+        theirs = str(given.get("options") or os.environ.get("PGOPTIONS") or "")
+        chosen["options"] = f"{theirs} -c search_path={self.url.schema}".strip()
+        return chosen
+
     def unreachable(self, exc: BaseException) -> SpoolUnusable:
-        text = str(exc).strip().splitlines()
-        return SpoolUnusable(
-            f"cannot use the database: {text[0] if text else type(exc).__name__}",
-            where=self.url.shown,
-        )
+        """`exc` as the one line a user sees: the spool cannot be used, and why."""
+        return unusable(exc, self.url.shown, self.role)
+
+    def refused(self, exc: psycopg.Error) -> BaseException:
+        """What to raise for `exc`: `SpoolUnusable` when the server refuses the spool
+        (see `refusal`), else `exc` itself, for its caller to judge (an id taken)."""
+        if isinstance(exc, psycopg.OperationalError):
+            self._drop()
+        return self.unreachable(exc) if refusal(exc) else exc
 
     @contextlib.contextmanager
     def session(self, hold: bool = False) -> Iterator[Conn]:
@@ -90,9 +112,8 @@ class Database:
                 if hold:
                     self._hold(conn)
                 yield conn
-            except psycopg.OperationalError as exc:
-                self._drop()
-                raise self.unreachable(exc) from None
+            except psycopg.Error as exc:
+                raise self.refused(exc) from None
 
     @contextlib.contextmanager
     def transaction(self, hold: bool = False, durable: bool = True) -> Iterator[Conn]:
@@ -111,15 +132,18 @@ class Database:
             except psycopg.OperationalError as exc:
                 self._drop()
                 raise self.unreachable(exc) from None
+            except psycopg.Error as exc:
+                with contextlib.suppress(psycopg.Error):
+                    conn.execute("ROLLBACK")
+                raise self.refused(exc) from None
             except BaseException:
                 with contextlib.suppress(psycopg.Error):
                     conn.execute("ROLLBACK")
                 raise
             try:
                 conn.execute("COMMIT")
-            except psycopg.OperationalError as exc:
-                self._drop()
-                raise self.unreachable(exc) from None
+            except psycopg.Error as exc:
+                raise self.refused(exc) from None
 
     def single(self, query: str, params: dict[str, Any], hold: bool = False) -> list[Any]:
         """One statement, a transaction of its own whose commit does not wait for the disk
@@ -144,6 +168,8 @@ class Database:
                     self._drop()
                     if attempt:
                         raise self.unreachable(exc) from None
+                except psycopg.Error as exc:
+                    raise self.refused(exc) from None
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _begun(self, hold: bool, durable: bool) -> Conn:
@@ -158,6 +184,8 @@ class Database:
                 self._drop()
                 if attempt:
                     raise self.unreachable(exc) from None
+            except psycopg.Error as exc:
+                raise self.refused(exc) from None
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _connection(self) -> Conn:
@@ -171,6 +199,7 @@ class Database:
                 conn.close()
                 raise
             self._conn = conn
+            self.role = conn.info.user
         return conn
 
     def _hold(self, conn: Conn) -> None:
@@ -219,3 +248,37 @@ def still_open(conn: Conn) -> bool:
     except psycopg.OperationalError:
         return False
     return pgconn.status == pq.ConnStatus.OK
+
+
+# What the server says when the spool cannot be used as it stands, whatever the statement:
+# SQLSTATE classes (connection trouble; insufficient resources such as a full disk;
+# operator intervention: a shutdown, a server starting up, a statement or lock timeout;
+# system errors), then single states (no privilege; a read-only server or transaction;
+# a lock not had in time; the database or role that is not there).
+REFUSED_CLASSES = ("08", "53", "57", "58")
+REFUSED_STATES = {"42501", "25006", "55P03", "3D000", "28000", "28P01"}
+READ_ONLY = "25006"
+
+
+def refusal(exc: BaseException) -> bool:
+    """True when `exc` says the spool cannot be used now (rights, a read-only or starting
+    server, a full disk, a timeout, a shutdown, a lost connection), not that the statement
+    itself was wrong."""
+    if isinstance(exc, psycopg.OperationalError):
+        return True  # a connection lost says no SQLSTATE at all
+    state = getattr(exc, "sqlstate", None) or ""
+    return state[:2] in REFUSED_CLASSES or state in REFUSED_STATES
+
+
+def unusable(exc: BaseException, shown: str, role: str | None) -> SpoolUnusable:
+    """The one line for `exc`: the server's own first line, and whom it refused."""
+    diag = getattr(exc, "diag", None)
+    primary = getattr(diag, "message_primary", None)
+    lines = str(exc).strip().splitlines()
+    text = primary or (lines[0] if lines else type(exc).__name__)
+    state = getattr(exc, "sqlstate", None)
+    if state == "42501" and role:
+        text = f"{text} (role {role})"
+    elif state == READ_ONLY:
+        text = f"{text} (the server is read-only: a hot standby, or default_transaction_read_only)"
+    return SpoolUnavailable(f"the spool cannot be used: {text}", where=shown)

@@ -19,13 +19,14 @@ from dataclasses import dataclass
 
 import orjson
 
-from riddlectl.errors import SpoolUnusable
+from riddlectl.errors import SpoolUnavailable, SpoolUnusable
 from riddlectl.spool.events import Committed, EventLog, Record
 from riddlectl.spool.memlogs import TAIL
 from riddlectl.spool.postgres.db import Conn, Database
 
 PAGE = 1000  # events read per query
 LATE = 1000  # numbers `follow` looks back for rows committed after later ones
+FOLLOW_CAP = 5.0  # seconds, at most, between tries while the server cannot be used
 
 
 @dataclass
@@ -106,12 +107,21 @@ class PgEventLog(EventLog):
     def follow(self, poll: float = 0.2) -> Iterator[Record]:
         seen: set[int] = set()  # numbers within LATE of the last one, already given
         last = 0
+        pause = poll
         while True:
-            late = self._page(
-                "seq > %s AND seq <= %s AND seq <> ALL(%s) ORDER BY seq",
-                (last - LATE, last, sorted(seen)),
-            )
-            new = self._page("seq > %s ORDER BY seq LIMIT %s", (last, PAGE))
+            try:
+                late = self._page(
+                    "seq > %s AND seq <= %s AND seq <> ALL(%s) ORDER BY seq",
+                    (last - LATE, last, sorted(seen)),
+                )
+                new = self._page("seq > %s ORDER BY seq LIMIT %s", (last, PAGE))
+            except SpoolUnavailable:
+                # A follower lives long (serve, events --follow): it waits out a server
+                # that is restarting or refusing, and reads on from where it was.
+                time.sleep(pause)
+                pause = min(FOLLOW_CAP, pause * 2)
+                continue
+            pause = poll
             for seq, record in [*late, *new]:
                 seen.add(seq)
                 last = max(last, seq)

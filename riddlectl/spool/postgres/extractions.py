@@ -26,7 +26,7 @@ import orjson
 import psycopg
 
 from riddlectl.spool.extractions import OWN_PATH, ExtractionCache, object_of
-from riddlectl.spool.postgres.db import Database, still_open
+from riddlectl.spool.postgres.db import Database, refusal, still_open
 
 MAKING_WAIT = "120s"  # how long to wait for another agent making the same extraction
 FETCHED_KEPT = 64  # bodies kept for the load that follows `dropped`
@@ -67,8 +67,13 @@ class PgExtractionCache(ExtractionCache):
                     (key, extractor, orjson.dumps(made)),
                 )
             conn.execute("SELECT pg_advisory_unlock(%s)", (_lock_key(key),))
-        except BaseException:
+        except psycopg.Error as exc:
             conn.close()  # which ends the lock, whatever state the session is in
+            if refusal(exc):  # no right to store it, a full disk, …: said as for any
+                raise self.db.unreachable(exc) from None
+            raise
+        except BaseException:
+            conn.close()
             raise
         self._give_back(conn)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 from riddlectl.errors import SpoolUnusable
 
@@ -45,7 +45,8 @@ def parse(text: str) -> SpoolUrl:
         raise SpoolUnusable(
             "schema must be lower-case letters, digits and _ (at most 53)", where=shown
         )
-    rest = urlencode([(key, value) for key, value in query if key != "schema"])
+    # Spaces as %20: libpq reads a `+` in a URL as itself (`options=-c%20a%3Db`).
+    rest = urlencode([(key, value) for key, value in query if key != "schema"], quote_via=quote)
     conninfo = urlunsplit(("postgresql", parts.netloc, parts.path, rest, ""))
     return SpoolUrl(conninfo, schema, shown)
 
