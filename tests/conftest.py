@@ -41,18 +41,23 @@ MARK_BY_FIXTURE = {
 # generator; PocketSphinx and espeak-ng/sox of the recording generator):
 MARK_BY_IMPORT = {
     "tesserocr": "ocr",
-    "riddlectl.handlers.builtin.ocr": "ocr",
+    **dict.fromkeys(
+        (
+            f"riddlectl.handlers.builtin.images.{name}"
+            for name in ("extractor", "engine", "lines", "page", "prep")
+        ),
+        "ocr",
+    ),
     "riddlectl.bench.extractors.images": "ocr",
     "pocketsphinx": "audio",
     "riddlectl.handlers.builtin.speech": "audio",
-    "riddlectl.handlers.builtin.recogniser": "audio",
     "riddlectl.bench.extractors.speech": "audio",
 }
 
 
 # Tests that share one costly thing per process, for one xdist worker under `--dist
 # loadgroup`: one llama.cpp server, one Chromium. (pytest-xdist 3.8 ignores the groups
-# under pytest 9.2, which is why scripts/test runs the full run in one process.)
+# under pytest 9.2, pytest-xdist#1386: the test extra keeps pytest below 9.2.)
 GROUP_BY_MARK = {"model": "model", "browser": "browser"}
 
 
@@ -81,7 +86,7 @@ def imported_needs(module: object) -> set[str]:
             origin = getattr(value, "__module__", None)
         if not isinstance(origin, str):
             continue
-        # A prefix, not a whole name: `…builtin.ocr` covers ocrengine, ocrprep and the rest.
+        # A prefix, not a whole name: `…builtin.speech` covers the family's modules.
         found |= {mark for prefix, mark in MARK_BY_IMPORT.items() if origin.startswith(prefix)}
     return found
 
