@@ -170,7 +170,9 @@ def test_agents_killed_at_random_lose_no_event(cli: Cli, helpers: Path) -> None:
 # -- abandoned claims ------------------------------------------------------------------------
 
 
-def test_a_claim_whose_agent_was_killed_is_logged_as_abandoned(cli: Cli, tmp_path: Path) -> None:
+def kill_an_agent_handling_a1(cli: Cli, tmp_path: Path) -> subprocess.Popen[bytes]:
+    """Submit `a1`, start a solve agent whose handler hangs, and `kill -9` it while the
+    handler runs: the agent dies holding the riddle."""
     cli("submit", "--id", "a1", "--question", "x * y =", "--no-extract", "--no-validate")
     started = tmp_path / "started"
     agent = cli.popen("agent", "solve", "--handler", f"cmd:sh -c 'touch {started}; sleep 30'")
@@ -180,6 +182,11 @@ def test_a_claim_whose_agent_was_killed_is_logged_as_abandoned(cli: Cli, tmp_pat
         time.sleep(0.02)
     agent.send_signal(signal.SIGKILL)
     agent.wait(timeout=10)
+    return agent
+
+
+def test_a_claim_whose_agent_was_killed_is_logged_as_abandoned(cli: Cli, tmp_path: Path) -> None:
+    agent = kill_an_agent_handling_a1(cli, tmp_path)
     cli("run", "--once", "--handler", """solve=cmd:echo '{"solution": 7}'""")
     (abandoned,) = [e for e in logged(cli) if e["outcome"] == "abandoned"]
     assert abandoned["id"] == "a1" and abandoned["stage"] == "solve"
@@ -189,17 +196,8 @@ def test_a_claim_whose_agent_was_killed_is_logged_as_abandoned(cli: Cli, tmp_pat
     assert cli("result", "a1").out == "7\n"
 
 
-@pytest.mark.postgres
 def test_an_abandoned_attempt_is_in_the_riddles_history(any_cli: Cli, tmp_path: Path) -> None:
-    any_cli("submit", "--id", "a1", "--question", "x * y =", "--no-extract", "--no-validate")
-    started = tmp_path / "started"
-    agent = any_cli.popen("agent", "solve", "--handler", f"cmd:sh -c 'touch {started}; sleep 30'")
-    deadline = time.monotonic() + 20
-    while not started.exists():  # the handler runs: the agent is handling the riddle
-        assert time.monotonic() < deadline, "the handler did not start"
-        time.sleep(0.02)
-    agent.send_signal(signal.SIGKILL)
-    agent.wait(timeout=10)
+    agent = kill_an_agent_handling_a1(any_cli, tmp_path)
     ran = any_cli("run", "--once", "--handler", """solve=cmd:echo '{"solution": 7}'""")
     assert ran.code == 0, ran.err
     history = orjson.loads(any_cli("show", "a1").out)["history"]
