@@ -68,14 +68,12 @@ def serve(
 @guarded
 def metrics(ctx: typer.Context) -> None:
     """Print the spool's metrics in Prometheus text format (for a textfile collector)."""
+    import time
+
     from riddlectl import runtime
     from riddlectl.ops import report
     from riddlectl.spool.states import Queue
-    from riddlectl.web.metrics import Tally
-
-    import time
-
-    from riddlectl.web.metrics import ages
+    from riddlectl.web.metrics import Tally, ages
 
     spool = runtime.open_spool(resolve(ctx), create=False)
     tally = Tally()

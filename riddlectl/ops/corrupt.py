@@ -10,6 +10,7 @@ without an `id` takes the file's name less its extension, as a file dropped into
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 from riddlectl.errors import UnknownRiddle
@@ -88,8 +89,6 @@ def resubmit(
     riddles' ids. Nothing changes when it is refused."""
     riddles = check(pipeline.spool, settings, name, raw)
     ids = submitting.submit(pipeline, riddles)
-    try:
+    with contextlib.suppress(FileNotFoundError):  # dropped meanwhile: the riddle stands
         pipeline.spool.drop_corrupt(name)
-    except FileNotFoundError:
-        pass  # dropped meanwhile: the riddle stands either way
     return ids

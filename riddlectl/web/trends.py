@@ -137,7 +137,9 @@ def folded_until(index: Index) -> float:
     return float(row[0]) if row else 0.0
 
 
-def series(index: Index, window: Window, depths: Mapping[str, int], now: float | None = None) -> dict[str, Any]:
+def series(
+    index: Index, window: Window, depths: Mapping[str, int], now: float | None = None
+) -> dict[str, Any]:
     """The trend series of `window` ending now: one point per bucket (its start, in
     seconds since the epoch) for finished and failed riddles per minute, the depth of each
     waiting queue at the bucket's end, and handler time p50/p95 per stage in ms."""
