@@ -43,6 +43,7 @@ COMMANDS: dict[str, str] = {
     "purge": "admin",
     "doctor": "admin",
     "copy": "admin",
+    "corrupt": "corrupt",
     "cache": "cache",
     "serve": "web",
     "metrics": "web",

@@ -54,6 +54,9 @@ def bench(
     web_riddles: Annotated[
         int, typer.Option(help="With --web: riddles in the spool served.", min=100)
     ] = 100_000,
+    web_events: Annotated[
+        int, typer.Option(help="With --web: events in the log served (the dashboard's).", min=0)
+    ] = 1_000_000,
     startup_runs: Annotated[
         int, typer.Option(help="With --startup: runs of each command.", min=1)
     ] = 20,
@@ -87,7 +90,7 @@ def bench(
     elif startup:
         _bench_startup(startup_runs, as_json)
     elif web:
-        _web_bench(web_riddles, riddles, as_json)
+        _web_bench(web_riddles, riddles, as_json, web_events)
     else:
         _bench_pipeline(ctx, riddles, agents_per_stage, no_fsync, status_riddles, peers, as_json)
 
@@ -150,10 +153,12 @@ def _bench_extractors(cases: int, seed: int, types: str | None, as_json: bool) -
     _emit(runner.run_extractor_bench(cases, seed, chosen), runner.render, as_json)
 
 
-def _web_bench(riddles: int, flow: int, as_json: bool) -> None:
+def _web_bench(riddles: int, flow: int, as_json: bool, events: int = 1_000_000) -> None:
     from riddlectl.web import require_extra
 
     require_extra()
     from riddlectl.bench.web import WebBenchOptions, render, run_web_bench
 
-    _emit(run_web_bench(WebBenchOptions(riddles=riddles, flow=flow)), render, as_json)
+    _emit(
+        run_web_bench(WebBenchOptions(riddles=riddles, flow=flow, events=events)), render, as_json
+    )

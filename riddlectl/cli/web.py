@@ -68,11 +68,18 @@ def serve(
 @guarded
 def metrics(ctx: typer.Context) -> None:
     """Print the spool's metrics in Prometheus text format (for a textfile collector)."""
+    import time
+
     from riddlectl import runtime
     from riddlectl.ops import report
-    from riddlectl.web.metrics import Tally
+    from riddlectl.spool.states import Queue
+    from riddlectl.web.metrics import Tally, ages
 
     spool = runtime.open_spool(resolve(ctx), create=False)
     tally = Tally()
     tally.observe_all(spool.events.read())
-    typer.echo(tally.render(report.counts(spool)), nl=False)
+    oldest: dict[str, float | None] = {}
+    for queue in Queue:  # a read of every document: this command is for a collector's cron
+        created = [r.created or r.updated or 0.0 for r in spool.iter_queue(queue)]
+        oldest[queue.value] = min(created) if created else None
+    typer.echo(tally.render(report.counts(spool), ages(oldest, time.time())), nl=False)

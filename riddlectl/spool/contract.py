@@ -76,6 +76,11 @@ class DataPlace:
         return self._digests.get(file_plain)
 
 
+def one_name(name: str) -> bool:
+    """Whether `name` names one entry (no path, no `.`/`..`): what names a set-aside file."""
+    return bool(name) and "/" not in name and "\\" not in name and name not in (".", "..")
+
+
 @dataclass(frozen=True)
 class Corrupt:
     """Input set aside because it could not be read as a riddle: its name, and why."""
@@ -285,6 +290,16 @@ class Spool(abc.ABC):
     @abc.abstractmethod
     def corrupt_files(self) -> list[Corrupt]:
         """The input set aside as unreadable, by name, with the reasons; none when empty."""
+
+    @abc.abstractmethod
+    def corrupt_content(self, name: str) -> bytes | None:
+        """The bytes of the set-aside entry `name` (a name `corrupt_files` lists), as they
+        were when set aside; None when there is no such entry (or `name` is no one name)."""
+
+    @abc.abstractmethod
+    def drop_corrupt(self, name: str) -> None:
+        """Delete the set-aside entry `name` and its reason; `FileNotFoundError` when there
+        is none."""
 
     # -- agents -------------------------------------------------------------------------
 

@@ -225,6 +225,16 @@ class MemorySpool(Spool):
         with self._mutex:
             return [Corrupt(name, self._corrupt[name][1]) for name in sorted(self._corrupt)]
 
+    def corrupt_content(self, name: str) -> bytes | None:
+        with self._mutex:
+            kept = self._corrupt.get(name)
+        return None if kept is None else kept[0]
+
+    def drop_corrupt(self, name: str) -> None:
+        with self._mutex:
+            if self._corrupt.pop(name, None) is None:
+                raise FileNotFoundError(f"corrupt/{name}: no such file set aside")
+
     # -- agents -------------------------------------------------------------------------
 
     def watch(self, queues: Iterable[Queue], wake: threading.Event) -> _MemoryWatch:

@@ -209,6 +209,28 @@ def riddles(
     return {"riddles": rows, "next": cursor, "counts": service(request).counts()}
 
 
+@router.get("/trends", responses=ERRORS)
+def trend_series(
+    request: Request, window: Literal["hour", "day", "week"] = "hour"
+) -> dict[str, Any]:
+    """The dashboard's series over the last hour (a point per minute), day (per 15
+    minutes) or week (per hour): `starts` (each point's start, seconds since the epoch),
+    `per_minute.finished`/`failed` (riddles moved to done/ and failed/, per minute on
+    average over the point), `depth` (riddles in each waiting queue at the point's end),
+    `handler_ms` (handler time p50/p95 per stage, in milliseconds; null without an
+    attempt)."""
+    return service(request).trends(window)
+
+
+@router.get("/corrupt", responses=ERRORS)
+def corrupt_files(request: Request) -> list[dict[str, Any]]:
+    """The files set aside as no riddle: `name`, `reason`, `bytes` (`riddlectl corrupt
+    list --json`)."""
+    from riddlectl.ops import corrupt
+
+    return corrupt.listing(service(request).spool)
+
+
 @router.get("/datafiles")
 def datafiles(
     request: Request,

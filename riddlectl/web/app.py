@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from riddlectl.errors import RiddleError
 from riddlectl.web import api, pages
 from riddlectl.web.live import Hub
+from riddlectl.web.metrics import ages
 from riddlectl.web.security import Guard, Secure
 from riddlectl.web.service import Service, error_body, http_status
 
@@ -66,9 +68,10 @@ def create_app(web: Service, guard: Guard | None = None) -> Any:
 
     @app.get("/metrics", response_class=PlainTextResponse, tags=["metrics"])
     def metrics() -> Response:
-        """Prometheus text: riddles per queue, events per stage and outcome, failures per
-        stage, handler durations."""
-        text = web.keeper.tally.render(web.counts())
+        """Prometheus text: riddles per queue, the age of each queue's oldest riddle,
+        events per stage and outcome, failures per stage, handler durations."""
+        oldest = ages(web.index.oldest(), time.time())
+        text = web.keeper.tally.render(web.counts(), oldest)
         return Response(text, media_type=METRICS_TYPE)
 
     return Secure(app, guard or Guard(read_only=web.read_only))

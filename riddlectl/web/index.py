@@ -19,12 +19,13 @@ from typing import TYPE_CHECKING, Any
 
 from riddlectl.errors import InvalidDocument
 from riddlectl.spool.states import Queue
+from riddlectl.web import trends
 
 if TYPE_CHECKING:
     from riddlectl.document.model import Riddle
     from riddlectl.spool.contract import Spool
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3  # 3: the dashboard's tables (`trends`)
 COLUMNS = (
     "id", "queue", "priority", "created", "updated", "trial", "solved", "parent_id",
     "question", "context", "error", "solution", "rev", "rank",
@@ -108,7 +109,7 @@ class Index:
             self.path.unlink(missing_ok=True)
             conn = self.conn()
             version = 0
-        conn.executescript(_SCHEMA)
+        conn.executescript(_SCHEMA + trends.SCHEMA)
         return version == 0 or not conn.execute("SELECT 1 FROM riddles LIMIT 1").fetchone()
 
     def conn(self) -> sqlite3.Connection:
@@ -166,6 +167,13 @@ class Index:
         found = self.conn().execute("SELECT queue, count(*) FROM riddles GROUP BY queue")
         counted = dict(found.fetchall())
         return {queue.value: int(counted.get(queue.value, 0)) for queue in Queue}
+
+    def oldest(self) -> dict[str, float | None]:
+        """When the oldest riddle of each queue was created (None for an empty queue): one
+        step down the (queue, created) index per queue."""
+        conn = self.conn()
+        sql = "SELECT min(created) FROM riddles WHERE queue = ?"
+        return {q.value: conn.execute(sql, (q.value,)).fetchone()[0] for q in Queue}
 
     def query(self, sql: str, params: Iterable[Any]) -> list[sqlite3.Row]:
         conn = self.conn()

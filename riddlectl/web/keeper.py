@@ -20,6 +20,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from riddlectl.web import index as indexing
+from riddlectl.web import trends
 from riddlectl.web.metrics import Tally
 
 if TYPE_CHECKING:
@@ -45,6 +46,7 @@ class Keeper:
         self.tally = tally or Tally()
         self.reconcile_every = reconcile_every
         self.version = 0
+        self.folder = trends.Folder()
         self.listeners: list[Callable[[int], None]] = []
         self._dirty: dict[str, tuple[str | None, int]] = {}
         self._lock = threading.Lock()
@@ -54,6 +56,7 @@ class Keeper:
 
     def start(self) -> None:
         """Fill or line up the index, then keep it current in the background."""
+        self.folder = trends.Folder(since=trends.folded_until(self.index))
         if self.index.fresh:
             indexing.rebuild(self.index, self.spool)
             self.index.fresh = False
@@ -73,6 +76,7 @@ class Keeper:
             if self._stop.is_set():
                 return
             self.tally.observe(event)
+            self.folder.fold(event)
             riddle_id = event.get("id")
             if isinstance(riddle_id, str):
                 rev = event.get("rev")
@@ -89,6 +93,7 @@ class Keeper:
             time.sleep(BATCH_SECONDS)  # let a burst of events gather into one batch
             self._wake.clear()
             changed = self._settle()
+            changed += self._guarded(self.folder.flush, self.index)
             if time.monotonic() - last_reconcile >= self.reconcile_every:
                 changed += self._guarded(indexing.reconcile, self.index, self.spool)
                 last_reconcile = time.monotonic()

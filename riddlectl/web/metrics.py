@@ -52,13 +52,24 @@ class Tally:
         self.sums[stage] = self.sums.get(stage, 0.0) + seconds
         self.counts[stage] += 1
 
-    def render(self, queues: Mapping[str, int]) -> str:
-        """The exposition text, with `queues` (riddles per queue, corrupt included)."""
+    def render(self, queues: Mapping[str, int], oldest: Mapping[str, float] | None = None) -> str:
+        """The exposition text, with `queues` (riddles per queue, corrupt included) and
+        `oldest` (the age in seconds of the oldest riddle of each queue; 0 when empty)."""
         lines = [
             "# HELP riddlectl_riddles Riddles in each queue of the spool.",
             "# TYPE riddlectl_riddles gauge",
             *(f'riddlectl_riddles{{queue="{_label(q)}"}} {n}' for q, n in queues.items()),
         ]
+        if oldest is not None:
+            lines += [
+                "# HELP riddlectl_oldest_age_seconds Age of the oldest riddle in each queue "
+                "(since it was created; 0 when the queue is empty).",
+                "# TYPE riddlectl_oldest_age_seconds gauge",
+                *(
+                    f'riddlectl_oldest_age_seconds{{queue="{_label(q)}"}} {age:.3f}'
+                    for q, age in oldest.items()
+                ),
+            ]
         with self._lock:
             lines += self._counters() + self._histogram()
         return "\n".join(lines) + "\n"
@@ -97,6 +108,11 @@ class Tally:
             lines.append(f'{name}_sum{{stage="{label}"}} {self.sums[stage]:.6f}')
             lines.append(f'{name}_count{{stage="{label}"}} {self.counts[stage]}')
         return lines
+
+
+def ages(oldest_created: Mapping[str, float | None], now: float) -> dict[str, float]:
+    """Seconds since each queue's oldest riddle was created (0 for an empty queue)."""
+    return {q: max(0.0, now - c) if c else 0.0 for q, c in oldest_created.items()}
 
 
 def _label(value: str) -> str:

@@ -14,6 +14,7 @@ import orjson
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
+from markupsafe import Markup
 from sse_starlette.sse import EventSourceResponse
 from starlette.datastructures import UploadFile
 
@@ -115,9 +116,18 @@ async def act(request: Request) -> Response:
                 filter=chosen, filter_fields=fields, options=options,
             )  # fmt: skip
     else:
-        ids = [str(v) for v in form.getlist("id")]
+        ids = list(dict.fromkeys(str(v) for v in form.getlist("id")))
     if not ids:
         raise InvalidDocument("no riddle chosen: tick rows first", where=action or "action")
+    asks = action == "cancel" or form.get("scope") == "selection"
+    if asks and form.get("scope") != "filter" and str(form.get("confirmed") or "") != str(len(ids)):
+        # Cancelling, and any action on ticked rows, asks first, saying how many riddles
+        # it changes: a page of its own, so that it asks without script too.
+        return render(
+            request, "confirm.html", action=action, matching=len(ids), ids=ids,
+            options=options, back=_local(str(form.get("back") or "/app/table")),
+            scope=str(form.get("scope") or ""),
+        )  # fmt: skip
     outcome = web.act(action, ids, all_or_none=False, **options)  # type: ignore[arg-type]
     back = str(form.get("back") or "/app/table")
     if len(ids) == 1 and back == f"/app/riddle/{ids[0]}":
@@ -239,3 +249,142 @@ async def upload(request: Request) -> HTMLResponse:
     chunks = [await file.read(limit + 1)]
     name = datafiles.store(web.settings.data_dir, file.filename or "upload", iter(chunks), limit)
     return render(request, "uploaded.html", name=name, counts={})
+
+
+# -- the dashboard -------------------------------------------------------------------------
+
+
+@router.get("", response_class=HTMLResponse)
+def dashboard(request: Request, window: str = "hour") -> HTMLResponse:
+    """Trends over the last hour, day or week, redrawn while the page is open."""
+    return render(request, "dashboard.html", **_charts(request, window))
+
+
+@router.get("/dashboard/charts", response_class=HTMLResponse)
+def dashboard_charts(request: Request, window: str = "hour") -> HTMLResponse:
+    """The part of the dashboard a live update swaps: the charts, and the counts."""
+    return render(request, "charts.html", **_charts(request, window), oob=True)
+
+
+def _charts(request: Request, window: str) -> dict[str, Any]:
+    from riddlectl.web import charts, trends
+
+    chosen = trends.WINDOWS.get(window, trends.WINDOWS["hour"])
+    data = _web(request).trends(chosen.name)
+    starts, step = data["starts"], data["step_seconds"]
+    handler = {
+        f"{stage} {q}": values[q]
+        for stage, values in data["handler_ms"].items()
+        for q in ("p50", "p95")
+    }
+    drawn = [
+        charts.bars(
+            "chart-throughput", f"Riddles finished and failed, {chosen.label}",
+            "riddles per minute", starts, step,
+            {"finished": data["per_minute"]["finished"], "failed": data["per_minute"]["failed"]},
+        ),
+        charts.lines(
+            "chart-depth", f"Queue depths, {chosen.label}", "riddles waiting", starts, step,
+            _drawn_depths(data["depth"]),
+        ),
+        charts.lines(
+            "chart-handlers", f"Handler time per stage, {chosen.label}", "milliseconds (p50, p95)",
+            starts, step, handler,
+        ),
+    ]  # fmt: skip
+    totals = {name: round(sum(v) * chosen.step) for name, v in data["per_minute"].items()}
+    return {
+        "window": chosen,
+        "windows": trends.WINDOWS,
+        "charts": [Markup(svg) for svg in drawn],
+        "totals": totals,
+    }
+
+
+def _drawn_depths(depth: dict[str, list[int]]) -> dict[str, list[int]]:
+    """The queues that held a riddle in the range (incoming at least, for an empty chart)."""
+    return {q: v for q, v in depth.items() if any(v)} or {"incoming": depth["incoming"]}
+
+
+# -- the files set aside -------------------------------------------------------------------
+
+SHOWN_BYTES = 4096  # of a set-aside file's content, on the list
+
+
+@router.get("/corrupt", response_class=HTMLResponse)
+def corrupt_list(request: Request, done: str = "") -> HTMLResponse:
+    """Each file set aside, with its reason and the start of its content."""
+    from riddlectl.ops import corrupt
+
+    spool = _web(request).spool
+    files = []
+    for entry in corrupt.listing(spool):
+        raw = spool.corrupt_content(entry["name"]) or b""
+        text = raw[:SHOWN_BYTES].decode("utf-8", "replace")
+        files.append({**entry, "text": text, "more": max(0, len(raw) - SHOWN_BYTES)})
+    note = {"dropped": "Deleted.", "resubmitted": "Submitted again."}.get(done, "")
+    return render(request, "corrupt.html", files=files, note=note)
+
+
+@router.get("/corrupt/edit", response_class=HTMLResponse)
+def corrupt_edit(request: Request, name: str) -> HTMLResponse:
+    """A set-aside file in an editor, to correct and submit again."""
+    from riddlectl.ops import corrupt
+
+    spool = _web(request).spool
+    raw = corrupt.content(spool, name)
+    text = raw.decode("utf-8", "replace")
+    return render(
+        request, "corrupt_edit.html", name=name, reason=corrupt.reason_of(spool, name),
+        text=text, error="", lines=[],
+    )  # fmt: skip
+
+
+@router.post("/corrupt/resubmit", response_class=HTMLResponse)
+async def corrupt_resubmit(request: Request) -> Response:
+    """Submit the text of the editor in place of the set-aside file (checked as `submit`
+    checks); the editor again with the error beside its line when it is refused."""
+    from riddlectl.ops import corrupt
+
+    form = await request.form()
+    name, text = str(form.get("name") or ""), str(form.get("text") or "")
+    web = _web(request)
+    try:
+        ids = web.resubmit(name, text.encode())
+    except RiddleError as exc:
+        if http_status(exc) == 404:
+            raise
+        lines = _lines_with_error(text, str(exc))
+        return render(
+            request, "corrupt_edit.html", http_status(exc), name=name,
+            reason=corrupt.reason_of(web.spool, name), text=text, error=str(exc), lines=lines,
+        )  # fmt: skip
+    return RedirectResponse(f"/app/riddle/{quote(ids[0])}", status_code=303)
+
+
+@router.post("/corrupt/drop", response_class=HTMLResponse)
+async def corrupt_drop(request: Request) -> Response:
+    """Delete set-aside files: first a question naming them, then, once confirmed, the
+    deletion."""
+    form = await request.form()
+    names = [str(v) for v in form.getlist("name")]
+    if not names:
+        raise InvalidDocument("no file chosen", where="corrupt")
+    if str(form.get("confirmed") or "") != str(len(names)):
+        return render(request, "confirm_drop.html", names=names)
+    _web(request).drop_corrupt(names)
+    return RedirectResponse("/app/corrupt?done=dropped", status_code=303)
+
+
+def _lines_with_error(text: str, error: str) -> list[dict[str, Any]]:
+    """The editor's lines, numbered, the line an error names (`…:LINE:COL: …`) marked
+    with the error."""
+    import re
+
+    found = re.search(r":(\d+):(\d+): ", error)
+    lines = text.splitlines() or [""]
+    at = min(int(found.group(1)), len(lines)) if found else 0  # at the end: the last line
+    return [
+        {"n": n, "text": line, "error": error if n == at else ""}
+        for n, line in enumerate(lines, start=1)
+    ][:2000]

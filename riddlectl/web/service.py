@@ -18,7 +18,7 @@ import orjson
 from riddlectl import runtime
 from riddlectl.errors import ExitCode, InvalidDocument, RiddleError
 from riddlectl.identity import Actor, scratch_dir
-from riddlectl.ops import admin, report
+from riddlectl.ops import admin, corrupt, report
 from riddlectl.ops import submit as submitting
 from riddlectl.pipeline.jobs import Pipeline
 from riddlectl.settings import Settings
@@ -154,6 +154,27 @@ class Service:
         if action == "release":
             return lambda i: _twice(admin.release(pipeline, i).value)
         return lambda i: _cancelled(pipeline, i)
+
+    # -- the dashboard and the files set aside --------------------------------------------
+
+    def trends(self, window: str) -> dict[str, Any]:
+        """The trend series of `window` (`hour`, `day`, `week`), from the index."""
+        from riddlectl.web import trends
+
+        return trends.series(self.index, trends.WINDOWS[window], self.counts())
+
+    def resubmit(self, name: str, raw: bytes | None = None) -> list[str]:
+        """The set-aside file `name` (corrected: `raw`) submitted again, as `riddlectl
+        corrupt resubmit` does."""
+        ids = corrupt.resubmit(self.pipeline(), self.settings, name, raw)
+        indexing.refresh(self.index, self.spool, ids)
+        self._counts = None
+        return ids
+
+    def drop_corrupt(self, names: list[str]) -> list[str]:
+        dropped = corrupt.drop(self.spool, names)
+        self._counts = None
+        return dropped
 
     def failed_ids(self) -> list[str]:
         return admin.failed_ids(self.pipeline())

@@ -121,3 +121,30 @@ def test_set_aside_takes_an_entry_out_of_its_queue_and_keeps_every_one(spool: Sp
     first, second = spool.corrupt_files()
     assert first == Corrupt("a.json", "unwanted")
     assert second.name.startswith("a.json.") and second.reason == "again"
+
+
+def test_a_set_aside_file_can_be_read_back_and_dropped(spool: Spool) -> None:
+    spool.drop_in(Queue.INCOMING, "garbage.json", b"{not json")
+    spool.drop_in(Queue.INCOMING, "other.json", b"[1, 2")
+    assert spool.claim(Queue.INCOMING, limit=5) == []
+    assert spool.corrupt_content("garbage.json") == b"{not json"
+    assert spool.corrupt_content("other.json") == b"[1, 2"
+    spool.drop_corrupt("garbage.json")
+    assert [c.name for c in spool.corrupt_files()] == ["other.json"]
+    assert spool.corrupt_content("garbage.json") is None
+    with pytest.raises(FileNotFoundError):
+        spool.drop_corrupt("garbage.json")
+
+
+@pytest.mark.parametrize("name", ["", "../a.json", "a/b", ".", ".."])
+def test_a_set_aside_file_is_named_by_one_name(spool: Spool, name: str) -> None:
+    assert spool.corrupt_content(name) is None
+    with pytest.raises(FileNotFoundError):
+        spool.drop_corrupt(name)
+
+
+def test_a_riddle_set_aside_is_kept_as_its_document(spool: Spool) -> None:
+    spool.add([riddle("a")])
+    spool.set_aside(Queue.INCOMING, "a.json", "unwanted")
+    kept = orjson.loads(spool.corrupt_content("a.json") or b"null")
+    assert kept["id"] == "a" and kept["riddle"]["question"] == "x ="

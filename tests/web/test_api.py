@@ -3,6 +3,8 @@ statuses, the actions recorded as the agent `web`, and the OpenAPI document."""
 
 from __future__ import annotations
 
+import time
+
 import orjson
 
 from tests.web.conftest import Served, example
@@ -133,5 +135,24 @@ def test_metrics_text_and_the_command_agree(served: Served) -> None:
     families = {line.split()[2] for line in printed.out.splitlines() if line.startswith("# TYPE")}
     assert families == {
         "riddlectl_riddles", "riddlectl_transitions_total", "riddlectl_failures_total",
-        "riddlectl_handler_duration_seconds",
+        "riddlectl_handler_duration_seconds", "riddlectl_oldest_age_seconds",
     }  # fmt: skip
+
+
+def test_the_age_of_the_oldest_riddle_per_queue(fresh: Served) -> None:
+    assert fresh.cli("submit", "--id", "old-1", "--question", "x =").code == 0
+    time.sleep(2.2)
+    assert fresh.cli("submit", "--id", "new-1", "--question", "x =").code == 0
+    with fresh.client() as http:
+        fresh.wait_for(lambda: 'riddlectl_riddles{queue="incoming"} 2' in http.get("/metrics").text)
+        scraped = http.get("/metrics").text
+    printed = fresh.cli("metrics").out
+    for text in (scraped, printed):
+        ages = {
+            line.split('"')[1]: float(line.split()[-1])
+            for line in text.splitlines()
+            if line.startswith("riddlectl_oldest_age_seconds{")
+        }
+        assert ages["incoming"] >= 2.0 and ages["done"] == 0.0, text
+        assert set(ages) == {"incoming", "extracted", "solved", "validated", "done", "failed",
+                             "waiting", "hold"}  # fmt: skip

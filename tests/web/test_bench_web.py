@@ -7,11 +7,18 @@ from tests.conftest import Cli
 
 
 def test_bench_web_reports_every_page_and_the_live_phase(cli: Cli) -> None:
-    done = cli("bench", "--web", "--web-riddles", "300", "--riddles", "30", "--json", timeout=240)
+    done = cli(
+        "bench", "--web", "--web-riddles", "300", "--web-events", "2000", "--riddles", "30",
+        "--json", timeout=240,
+    )  # fmt: skip
     assert done.code == 0, done.err
     outcome = done.json()
     assert isinstance(outcome, dict)
-    assert set(outcome["pages"]) == {"first", "filtered", "search", "deep"}
+    assert set(outcome["pages"]) == {
+        "first", "filtered", "search", "deep", "dashboard", "dashboard-week", "trends-json",
+        "corrupt",
+    }  # fmt: skip
+    assert outcome["options"]["events"] == 2000 and outcome["folded_s"] >= 0
     for name, page in outcome["pages"].items():
         assert page["server_p50_ms"] > 0 and page["server_p95_ms"] >= page["server_p50_ms"], name
     assert outcome["pages"]["first"]["rows"] == 50

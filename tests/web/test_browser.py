@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import ROOT
 from tests.web.conftest import Served, make_cli, start
 
 pytestmark = pytest.mark.browser
@@ -280,3 +281,113 @@ def test_long_texts_fit_the_table_at_1280_px(server: Served, page: Any) -> None:
     cut = cell.evaluate("el => el.scrollWidth > el.clientWidth")
     style = cell.evaluate("el => getComputedStyle(el).textOverflow")
     assert cut and style == "ellipsis"
+
+
+@pytest.fixture(params=["fs", pytest.param("postgres", marks=pytest.mark.postgres)])
+def any_server(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Served]:
+    """A server over a directory spool, then over a PostgreSQL one (its index in a cache
+    directory of the test's own)."""
+    if request.param == "fs":
+        served = start(make_cli(tmp_path))
+    else:
+        pg_cli = request.getfixturevalue("pg_cli")
+        shutil.copytree(ROOT / "data" / "share", pg_cli.data, dirs_exist_ok=True)
+        served = start(pg_cli, env={"XDG_CACHE_HOME": str(tmp_path / "cache")})
+    yield served
+    served.stop()
+
+
+def test_dashboard_draws_its_charts(any_server: Served, page: Any) -> None:
+    with any_server.client() as http:
+        for n in range(3):
+            http.post("/api/submit", json={"id": f"d{n}", "riddle": {"question": "x ="}})
+        http.post("/api/cancel", json={"ids": ["d0"]})
+    page.goto(f"{any_server.url}/app")
+    for chart in ("#chart-throughput", "#chart-depth", "#chart-handlers"):
+        box = page.locator(chart).bounding_box()
+        assert box is not None and box["width"] > 300 and box["height"] > 100
+    page.wait_for_selector("#chart-depth text.legend")
+    _until_text(page, "#totals", "1 failed")
+    # Live: a riddle failed while the page is open shows without a reload.
+    assert any_server.cli("cancel", "d1").code == 0
+    _until_text(page, "#totals", "2 failed")
+    assert "incoming" in page.text_content("#chart-depth")
+    _shoot(page, "dashboard.png")
+    page.click("#window-week")
+    page.wait_for_url("**/app?window=week")
+    assert page.locator("#chart-throughput").count() == 1
+
+
+def test_a_corrupt_file_fixed_in_the_editor_reaches_done(any_server: Served, page: Any) -> None:
+    from riddlectl.spool import open_spool
+    from riddlectl.spool.states import Queue
+
+    spool = open_spool(any_server.cli.spool, drop_in_grace=0.0)
+    try:
+        broken = b'{"riddle": {"context": "[Taschenrechner]", "question": "x * y ="},\n'
+        spool.drop_in(Queue.INCOMING, "typo.json", broken)
+        assert spool.claim(Queue.INCOMING) == []
+    finally:
+        spool.close()
+    page.goto(f"{any_server.url}/app/corrupt")
+    assert "typo.json" in page.inner_text("main")
+    _shoot(page, "corrupt.png")
+    page.click("text=Edit and submit again")
+    page.fill("#corrupt-text", '{"riddle": {"question": "x * y ="},\n "data": [}')
+    page.click("#corrupt-submit")
+    assert "not valid JSON" in page.inner_text("#bad-line")
+    fixed = (
+        '{"riddle": {"context": "[Taschenrechner]", "question": "x * y ="},\n'
+        ' "data": [{"type": "text", "file_plain": "example/x.txt"},\n'
+        '          {"type": "text", "file_plain": "example/y.txt"}]}'
+    )
+    page.fill("#corrupt-text", fixed)
+    page.click("#corrupt-submit")
+    page.wait_for_url("**/app/riddle/typo")
+    assert any_server.cli("run", "--once", timeout=120).code == 0
+    page.reload()
+    assert page.inner_text("#riddle-queue") == "done"
+    assert page.inner_text("#solution").startswith("150")
+
+
+def test_cancel_asks_first(server: Served, page: Any) -> None:
+    assert server.cli("submit", "--id", "keep-me", "--question", "x =").code == 0
+    page.goto(f"{server.url}/app/riddle/keep-me")
+    page.click("#action-cancel")
+    page.wait_for_selector("#confirm")
+    assert "cancel 1 riddle" in page.inner_text("#confirm")
+    page.click("#confirm-back")
+    page.wait_for_url("**/app/riddle/keep-me")
+    assert page.inner_text("#riddle-queue") == "incoming"
+    page.click("#action-cancel")
+    page.click("#confirm-button")
+    page.wait_for_selector("#note")
+    assert page.inner_text("#riddle-queue") == "failed"
+
+
+def test_dark_mode_and_768_px(server: Served, browser: Any) -> None:
+    context = browser.new_context(viewport={"width": 768, "height": 900}, color_scheme="dark")
+    page = context.new_page()
+    try:
+        assert server.cli("submit", "--id", "dark", "--question", "x " * 200).code == 0
+        for path in ("/app", "/app/table", "/app/corrupt"):
+            page.goto(f"{server.url}{path}")
+            width = page.evaluate("document.documentElement.scrollWidth")
+            assert width <= 768, (path, width)
+        page.goto(f"{server.url}/app/table")
+        background = page.evaluate("getComputedStyle(document.body).backgroundColor")
+        assert background == "rgb(20, 24, 29)"
+        page.goto(f"{server.url}/app")
+        _shoot(page, "dark.png")
+    finally:
+        context.close()
+
+
+def _until_text(page: Any, selector: str, text: str) -> None:
+    """Wait until the live page shows `text` (no reload, and no predicate eval'd in a page
+    whose CSP forbids it)."""
+    for _ in range(150):
+        if text in page.inner_text(selector):
+            return
+        page.wait_for_timeout(200)
+    raise AssertionError(f"{selector}: {text!r} never shown: {page.inner_text(selector)!r}")

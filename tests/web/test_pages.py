@@ -4,6 +4,8 @@ and a question), and the live stream."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import httpx
 
 from tests.web.conftest import Served, example
@@ -52,7 +54,13 @@ def test_action_on_ticked_rows_acts_on_those_it_can(served: Served) -> None:
         http.post("/api/submit", json=[example(id="tick-1"), example(id="tick-2")])
         http.post("/api/hold", json={"ids": ["tick-2"]})
         done = http.post(
-            "/app/act", data={"action": "hold", "id": ["tick-1", "tick-2"], "scope": "selection"}
+            "/app/act",
+            data={
+                "action": "hold",
+                "id": ["tick-1", "tick-2"],
+                "scope": "selection",
+                "confirmed": "2",
+            },
         )
     assert done.status_code == 200
     assert "1 riddle held, 1 left as it was" in done.text
@@ -76,6 +84,23 @@ def test_action_on_everything_matching_asks_first(served: Served) -> None:
         assert "4 riddles cancelled" in done.text
         queues = {http.get(f"/api/result/bulk-{n}").json()["queue"] for n in range(4)}
     assert queues == {"failed"}
+
+
+def test_cancel_and_actions_on_ticked_rows_ask_first(served: Served) -> None:
+    with served.client(**SAME_ORIGIN) as http:
+        http.post("/api/submit", json=[example(id="ask-1"), example(id="ask-2")])
+        form = {"action": "hold", "id": ["ask-1", "ask-2"], "scope": "selection"}
+        asked = http.post("/app/act", data=form)
+        assert 'id="confirm"' in asked.text and "<strong>hold</strong> 2 riddles" in asked.text
+        one = {"action": "cancel", "id": "ask-1", "back": "/app/riddle/ask-1"}
+        asked = http.post("/app/act", data=one)
+        assert 'id="confirm"' in asked.text and "<strong>cancel</strong> 1 riddle " in asked.text
+        assert {http.get(f"/api/result/{i}").json()["queue"] for i in ("ask-1", "ask-2")} == {
+            "incoming"
+        }  # nothing changed yet
+        done = http.post("/app/act", data={**one, "confirmed": "1"})
+        assert done.status_code == 303
+        assert http.get("/api/result/ask-1").json()["queue"] == "failed"
 
 
 def test_riddle_page_shows_history_and_the_command(served: Served) -> None:
@@ -112,7 +137,8 @@ def test_bulk_actions_report_where_each_riddle_now_is(served: Served) -> None:
     with served.client(**SAME_ORIGIN) as http:
         http.post("/api/submit", json=[example(id=i) for i in ids])
         for action in ("hold", "release", "cancel", "retry"):
-            done = http.post("/app/act", data={"action": action, "id": ids, "scope": "selection"})
+            form = {"action": action, "id": ids, "scope": "selection", "confirmed": "2"}
+            done = http.post("/app/act", data=form)
             assert done.status_code == 200, done.text
             for riddle_id in ids:
                 now = http.get(f"/api/result/{riddle_id}").json()["queue"]
@@ -163,3 +189,43 @@ def test_an_action_refused_on_a_riddles_page_says_why_there(served: Served) -> N
         refused = http.post("/app/act", data={"action": "hold", "id": "note-refused", "back": back})
     assert refused.status_code == 400
     assert "cannot hold: it is in hold/" in _note(refused.text)
+
+
+def test_dashboard_draws_its_charts_and_the_series_are_json(served: Served) -> None:
+    with served.client() as http:
+        http.post("/api/submit", json=example(id="dash-1"))
+        http.post("/api/cancel", json={"ids": ["dash-1"]})
+        served.wait_for(lambda: http.get("/api/trends").json()["per_minute"]["failed"][-1] > 0)
+        for window in ("hour", "day", "week"):
+            page = http.get("/app", params={"window": window})
+            assert page.status_code == 200
+            for chart in ("chart-throughput", "chart-depth", "chart-handlers"):
+                assert f'<svg id="{chart}"' in page.text
+            assert "riddles per minute" in page.text and "milliseconds" in page.text
+        series = http.get("/api/trends", params={"window": "day"}).json()
+        spec = http.get("/openapi.json").json()
+    assert series["step_seconds"] == 900 and len(series["starts"]) in (96, 97)
+    assert set(series["depth"]) >= {"incoming", "hold"}
+    assert "/api/trends" in spec["paths"] and "/api/corrupt" in spec["paths"]
+
+
+def test_corrupt_page_lists_edits_and_resubmits(served: Served) -> None:
+    spool_dir = Path(str(served.cli.spool))
+    (spool_dir / "corrupt" / "broken.json").write_bytes(b'{"riddle": {"question": "x =" <b>')
+    (spool_dir / "corrupt" / "broken.json.reason").write_text("incoming/broken.json: bad\n")
+    with served.client(**SAME_ORIGIN) as http:
+        page = http.get("/app/corrupt").text
+        assert "incoming/broken.json: bad" in page and "&lt;b&gt;" in page and "<b>" not in page
+        editor = http.get("/app/corrupt/edit", params={"name": "broken.json"}).text
+        assert 'id="corrupt-text"' in editor
+        wrong = http.post(
+            "/app/corrupt/resubmit",
+            data={"name": "broken.json", "text": '{\n"riddle": {"question": "x ="\n'},
+        )
+        assert wrong.status_code == 400 and 'id="bad-line"' in wrong.text
+        done = http.post(
+            "/app/corrupt/resubmit",
+            data={"name": "broken.json", "text": '{"riddle": {"question": "x * y ="}}'},
+        )
+        assert done.status_code == 303 and done.headers["location"] == "/app/riddle/broken"
+        assert http.get("/api/corrupt").json() == []

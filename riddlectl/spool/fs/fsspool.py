@@ -40,6 +40,7 @@ from riddlectl.spool.contract import (
     Spool,
     Watch,
     busy,
+    one_name,
     order_key,
     retry_at,
     stamp,
@@ -406,6 +407,23 @@ class FsSpool(Spool):
             )
             out.append(Corrupt(entry.name, reason))
         return out
+
+    def corrupt_content(self, name: str) -> bytes | None:
+        if not one_name(name) or name.endswith(".reason") or ignored(name):
+            return None
+        try:
+            return (self.root / "corrupt" / name).read_bytes()
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+            return None
+
+    def drop_corrupt(self, name: str) -> None:
+        if not one_name(name) or name.endswith(".reason") or ignored(name):
+            raise FileNotFoundError(f"corrupt/{name}: no such file set aside")
+        path = self.root / "corrupt" / name
+        if not path.is_file():
+            raise FileNotFoundError(f"corrupt/{name}: no such file set aside")
+        path.unlink()
+        path.with_name(f"{name}.reason").unlink(missing_ok=True)
 
     # -- claiming ---------------------------------------------------------------------
 

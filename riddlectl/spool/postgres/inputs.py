@@ -166,6 +166,19 @@ class Inputs:
             rows = conn.execute('SELECT name, reason FROM corrupt ORDER BY name COLLATE "C"')
             return [Corrupt(name, reason) for name, reason in rows.fetchall()]
 
+    def corrupt_content(self, name: str) -> bytes | None:
+        with self.db.session() as conn:
+            row = conn.execute("SELECT raw FROM corrupt WHERE name = %s", (name,)).fetchone()
+        return None if row is None else bytes(row[0])
+
+    def drop_corrupt(self, name: str) -> None:
+        with self.db.transaction() as conn:
+            row = conn.execute(
+                "DELETE FROM corrupt WHERE name = %s RETURNING name", (name,)
+            ).fetchone()
+        if row is None:
+            raise FileNotFoundError(f"corrupt/{name}: no such file set aside")
+
     def dropped_ids(self, queue: Queue) -> list[str]:
         """The unread drop-ins of `queue`, as a directory listing shows them."""
         with self.db.session() as conn:

@@ -304,6 +304,12 @@ class PgSpool(Reading, Spool):
     def corrupt_files(self) -> list[Corrupt]:
         return self.inputs.corrupt_files()
 
+    def corrupt_content(self, name: str) -> bytes | None:
+        return self.inputs.corrupt_content(name)
+
+    def drop_corrupt(self, name: str) -> None:
+        self.inputs.drop_corrupt(name)
+
     # -- agents and repair ----------------------------------------------------------------
 
     def watch(self, queues: Iterable[Queue], wake: Any) -> PgWatch | None:

@@ -6,7 +6,7 @@
 
   // -- the live table: one EventSource per tab, closed while the tab is hidden --------
   function setupLive() {
-    var rows = document.getElementById("rows");
+    var rows = document.querySelector("[data-live]");
     var toggle = document.getElementById("live-toggle");
     if (!rows || !rows.dataset.live) return;
     var source = null;
