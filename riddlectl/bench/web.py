@@ -107,10 +107,14 @@ def _fill(spool_dir: Path, count: int) -> None:
         spool.drop_in(queue, f"b{n:07d}.json", orjson.dumps(_doc(n, queue, rng, now)))
 
 
+UNROTATED = 1 << 40  # bytes: the bench's log is filled once, in one file
+
+
 def _fill_events(spool_dir: Path, count: int) -> None:
     """`count` events over the last week, as agents log them (a handling with its duration
     and its move), and a few files set aside."""
-    spool = open_spool(spool_dir, durable=False)
+    # One log, never rotated: the server is then waited for until it has read them all.
+    spool = open_spool(spool_dir, durable=False, events_max_bytes=UNROTATED)
     rng = random.Random(17)
     now = time.time()
     moves = {"extract": ("incoming", "extracted"), "solve": ("extracted", "solved"),
@@ -179,7 +183,7 @@ class _Server:
 
     def __init__(self, spool_dir: Path, data: Path) -> None:
         argv = [*riddlectl_argv(), "--spool", str(spool_dir), "--data-dir", str(data)]
-        env = {**os.environ, "RIDDLECTL_FSYNC": "0"}
+        env = {**os.environ, "RIDDLECTL_FSYNC": "0", "RIDDLECTL_EVENTS_MAX_BYTES": str(UNROTATED)}
         started = time.monotonic()
         self.proc = subprocess.Popen(
             [*argv, "serve", "--port", "0"], stderr=subprocess.PIPE, env=env

@@ -15,7 +15,7 @@ from typing import Any
 
 from riddlectl.errors import UnknownRiddle
 from riddlectl.ops import submit as submitting
-from riddlectl.pipeline.ledger import Pipeline
+from riddlectl.pipeline.jobs import Pipeline
 from riddlectl.settings import Settings
 from riddlectl.spool.contract import Spool
 from riddlectl.spool.dropins import drop_in_stem
