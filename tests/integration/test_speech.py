@@ -5,6 +5,7 @@ real agents and a real spool; and broken recordings, each failing its own riddle
 from __future__ import annotations
 
 import os
+import random
 import shutil
 import struct
 import subprocess
@@ -104,11 +105,13 @@ def test_the_duration_limit_is_a_setting(tmp_path: Path, monkeypatch: pytest.Mon
 @pytest.mark.parametrize(
     ("content", "reason"),
     [
-        (os.urandom(4096), "not a WAV file (no RIFF/WAVE header)"),
+        # Seeded: every pytest-xdist worker must collect the same parameters.
+        (random.Random(7).randbytes(4096), "not a WAV file (no RIFF/WAVE header)"),
         (b"", "not a WAV file (no RIFF/WAVE header)"),
         (b"RIFF\x00\x00\x00\x00WAVEdata\x04\x00\x00\x00abcd", "its samples before their format"),
         (wav_header(16000, 1, 12, 100) + bytes(100), "WAV encoding 0x1 with 12-bit samples"),
     ],
+    ids=["noise", "empty", "data-before-format", "12-bit"],
 )
 def test_what_is_not_a_readable_wav_is_refused(tmp_path: Path, content: bytes, reason: str) -> None:
     (tmp_path / "bad.wav").write_bytes(content)
