@@ -181,4 +181,9 @@ def _or(settings: Settings | None) -> Settings:
 def load_stage(
     stage: str, specs: tuple[str, ...] | list[str], settings: Settings | None = None
 ) -> list[NamedHandler]:
-    return [load(spec, stage, settings) for spec in specs]
+    handlers = [load(spec, stage, settings) for spec in specs]
+    if stage == "extract":
+        from riddlectl.handlers.builtin.speech.agree import apply_policy
+
+        return apply_policy(handlers, _or(settings).audio_policy)
+    return handlers

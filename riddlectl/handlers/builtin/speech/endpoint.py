@@ -140,8 +140,13 @@ class TranscribeExtractor:
         for segment in raw if isinstance(raw, list) else []:
             if not isinstance(segment, dict):
                 continue
-            scores = {k: segment.get(k) for k in ("avg_logprob", "no_speech_prob")}
-            segments.append({k: float(v) for k, v in scores.items() if _number(v)})
+            segments.append(
+                {
+                    k: float(segment[k])
+                    for k in ("avg_logprob", "no_speech_prob")
+                    if _number(segment.get(k))
+                }
+            )
         return text.strip(), segments
 
 
