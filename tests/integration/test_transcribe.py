@@ -172,3 +172,19 @@ def test_agree_with_one_recogniser_is_refused_at_start(cli: Cli) -> None:
     assert len(done.err.strip().splitlines()) == 1, done.err
     wrong = cli("run", "--once", env={"RIDDLECTL_AUDIO_POLICY": "sure"})
     assert wrong.code == 2 and "audio_policy" in wrong.err and "best, agree" in wrong.err
+
+
+def test_the_bench_reports_each_recogniser_and_agree(
+    endpoint: Endpoint, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from riddlectl.bench.extractors.runner import run_extractor_bench
+
+    endpoint.route("/v1/audio/transcriptions", *[Scripted(200, verbose("q is 1."))] * 6)
+    monkeypatch.setenv("OPENAI_BASE_URL", f"{endpoint.url}/v1")
+    monkeypatch.setenv("RIDDLECTL_BENCH_TRANSCRIBE", "scripted")
+    rows = run_extractor_bench(3, seed=1, types=["audio"])["extractors"]
+    names = [row["extractor"] for row in rows]
+    assert names == ["speech", "transcribe:scripted", "agree:speech+transcribe:scripted"]
+    for row in rows:
+        assert row["exact"] + row["wrong"] + row["refused"] == row["cases"] == 3
+    assert rows[1]["refused"] == rows[2]["refused"] == 3  # `q is 1` names no variable
