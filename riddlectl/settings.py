@@ -54,6 +54,7 @@ ENV_VARS = {
     "endpoint_concurrency": "RIDDLECTL_ENDPOINT_CONCURRENCY",
     "max_sub_riddles": "RIDDLECTL_MAX_SUB_RIDDLES",
     "max_sub_depth": "RIDDLECTL_MAX_SUB_DEPTH",
+    "audio_policy": "RIDDLECTL_AUDIO_POLICY",
 }
 
 # The config file that replaces the spool's own (any kind of spool).
@@ -92,6 +93,9 @@ class Settings:
     endpoint_concurrency: int = 4  # calls in flight per endpoint (host and port), per agent
     max_sub_riddles: int = 4  # sub-questions a model may split one riddle into
     max_sub_depth: int = 1  # how deep sub-riddles split by a model may nest (0: never)
+    # What an audio value needs: "best" (what one recogniser heard, with its confidence)
+    # or "agree" (two recognisers of different kinds heard the same); docs/data-types.md.
+    audio_policy: str = "best"
     # Headers of `http:` requests; `${VAR}` in a value is read from the environment.
     http_headers: Mapping[str, str] = field(default_factory=dict)
 

@@ -88,6 +88,8 @@ def load(spec: str, stage: str, settings: Settings | None = None) -> NamedHandle
         # A bare `http://…` or `https://…` is the endpoint itself, named as `http:URL` is.
         url = spec if spec.startswith(("http://", "https://")) else spec.removeprefix("http:")
         return NamedHandler(f"http:{url}", HttpHandler(url, stage, _or(settings)))
+    if spec.startswith("transcribe:"):
+        return _transcribe(spec, stage, _or(settings))
     if spec.startswith("openai:"):
         from riddlectl.handlers.models import model_handler
 
@@ -113,6 +115,16 @@ def load(spec: str, stage: str, settings: Settings | None = None) -> NamedHandle
         frozenset(types) if types else None,
         str(version) if version is not None else _module_version(target),
     )
+
+
+def _transcribe(spec: str, stage: str, settings: Settings) -> NamedHandler:
+    """`transcribe:MODEL`: audio heard by a transcription endpoint (extract only)."""
+    if stage != "extract":
+        raise ConfigError(f"transcribe: handlers extract audio, not {stage}", where=spec)
+    from riddlectl.handlers.builtin.speech.endpoint import TranscribeExtractor
+
+    handler = TranscribeExtractor(spec.removeprefix("transcribe:"), settings)
+    return NamedHandler(spec, handler, frozenset(handler.types), handler.base_url)
 
 
 def _module_version(target: Any) -> str:
@@ -169,4 +181,9 @@ def _or(settings: Settings | None) -> Settings:
 def load_stage(
     stage: str, specs: tuple[str, ...] | list[str], settings: Settings | None = None
 ) -> list[NamedHandler]:
-    return [load(spec, stage, settings) for spec in specs]
+    handlers = [load(spec, stage, settings) for spec in specs]
+    if stage == "extract":
+        from riddlectl.handlers.builtin.speech.agree import apply_policy
+
+        return apply_policy(handlers, _or(settings).audio_policy)
+    return handlers

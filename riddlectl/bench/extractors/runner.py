@@ -9,6 +9,7 @@ extractor for the type yet) is reported as skipped, with the reason, never a cra
 from __future__ import annotations
 
 import importlib
+import os
 import tempfile
 import time
 from pathlib import Path
@@ -20,9 +21,10 @@ from riddlectl.document import datafiles
 from riddlectl.document.model import Riddle
 from riddlectl.errors import RiddleError
 from riddlectl.handlers.base import Job, NamedHandler
+from riddlectl.handlers.builtin.speech.agree import apply_policy
 from riddlectl.handlers.registry import load
 from riddlectl.pipeline.stages import call
-from riddlectl.settings import default_handlers
+from riddlectl.settings import default_handlers, resolve
 
 #: Data type -> the module generating its cases (`generate(directory, count, seed)`).
 GENERATORS: dict[str, str] = {
@@ -44,23 +46,43 @@ def run_extractor_bench(cases: int, seed: int, types: list[str] | None = None) -
         for kind in types or list(GENERATORS):
             directory = Path(tmp) / kind
             directory.mkdir()
-            rows.append(_bench_type(kind, directory, cases, seed))
+            rows.extend(_bench_type(kind, directory, cases, seed))
     return {"cases_per_type": cases, "seed": seed, "extractors": rows}
 
 
-def _bench_type(kind: str, directory: Path, count: int, seed: int) -> dict[str, Any]:
+#: `RIDDLECTL_BENCH_TRANSCRIBE=MODEL`: audio is also heard by `transcribe:MODEL` (at
+#: `OPENAI_BASE_URL`), and by the two under `audio_policy = "agree"`.
+TRANSCRIBE_VAR = "RIDDLECTL_BENCH_TRANSCRIBE"
+
+
+def _bench_type(kind: str, directory: Path, count: int, seed: int) -> list[dict[str, Any]]:
     row: dict[str, Any] = {"type": kind, "extractor": None, "cases": 0, "exact": 0}
-    row.update({"accuracy": None, "ms_p50": None, "ms_p95": None, "skipped": None})
-    row["misses"] = []
+    row.update({"wrong": 0, "refused": 0, "accuracy": None, "ms_p50": None, "ms_p95": None})
+    row.update({"skipped": None, "misses": []})
     handler = _extractor_for(kind)
     if isinstance(handler, str):
-        return {**row, "skipped": handler}
-    row["extractor"] = handler.name
+        return [{**row, "skipped": handler}]
     try:
         module = importlib.import_module(GENERATORS[kind])
         generated: list[Case] = module.generate(directory, count, seed)
     except Exception as exc:  # a missing module or tool: reported, the others still run
-        return {**row, "skipped": f"cannot generate {kind} cases: {type(exc).__name__}: {exc}"}
+        return [{**row, "skipped": f"cannot generate {kind} cases: {type(exc).__name__}: {exc}"}]
+    handlers = [handler]
+    model = os.environ.get(TRANSCRIBE_VAR, "")
+    if kind == "audio" and model:
+        try:
+            settings = resolve({}, config_file=None)
+            endpoint = load(f"transcribe:{model}", "extract", settings)
+            handlers = [handler, endpoint, apply_policy([handler, endpoint], "agree")[0]]
+        except RiddleError as exc:
+            return [{**row, "skipped": f"transcribe:{model} cannot be loaded: {exc}"}]
+    return [_bench_handler(dict(row, misses=[]), h, directory, generated) for h in handlers]
+
+
+def _bench_handler(
+    row: dict[str, Any], handler: NamedHandler, directory: Path, generated: list[Case]
+) -> dict[str, Any]:
+    row["extractor"] = handler.name
     timings = []
     for case in generated:
         started = time.perf_counter()
@@ -68,7 +90,9 @@ def _bench_type(kind: str, directory: Path, count: int, seed: int) -> dict[str, 
         timings.append((time.perf_counter() - started) * 1000)
         if error is None and all(got.get(n) == v for n, v in case.truth.items()):
             row["exact"] += 1
-        elif len(row["misses"]) < SHOWN_MISSES:
+            continue
+        row["refused" if error is not None else "wrong"] += 1
+        if len(row["misses"]) < SHOWN_MISSES:
             row["misses"].append(_miss(case, got, error))
     row["cases"] = len(generated)
     if timings:
@@ -135,7 +159,8 @@ def render(outcome: dict[str, Any]) -> str:
             continue
         lines.append(
             f"  {row['type']:<6} {row['extractor']:<8} {row['exact']}/{row['cases']} exact "
-            f"({row['accuracy']}%), {row['ms_p50']} ms p50, {row['ms_p95']} ms p95 per item"
+            f"({row['accuracy']}%), {row['wrong']} wrong, {row['refused']} refused, "
+            f"{row['ms_p50']} ms p50, {row['ms_p95']} ms p95 per item"
         )
         for miss in row["misses"]:
             lines.append(

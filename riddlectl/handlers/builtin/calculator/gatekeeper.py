@@ -85,12 +85,35 @@ def _check_value(job: Job, given: str) -> dict[str, Any]:
         return {"accept": True, "review": f"form checked; not recomputed ({exc})"}
     want = render(expected, job)
     if _same(given, want):
-        return {"accept": True, "review": f"recomputed independently: {want}"}
+        return {"accept": True, "review": f"recomputed independently: {want}{heard_note(job)}"}
     return {
         "accept": False,
         "review": f"solution {given!r} is wrong: recomputing "
         f"{question.strip()!r} from the data gives {want}",
     }
+
+
+def heard_note(job: Job) -> str:
+    """`; rests on heard values: z = 20 (z.wav: 'z equals twenty', confidence 1.0)` when
+    some of the data were heard in recordings, whose values nothing here can check; the
+    confidence of each recogniser when two had to agree. Empty otherwise."""
+    notes = []
+    for index, item in enumerate(job.riddle.data):
+        found = _extraction(job, index) or {}
+        if "heard" not in found or not isinstance(found.get("variables"), dict):
+            continue
+        values = ", ".join(f"{n} = {v}" for n, v in found["variables"].items())
+        agreed = found.get("agreed")
+        if isinstance(agreed, list) and agreed:
+            how = " and ".join(
+                f"{a.get('by')}: {a.get('heard')!r}, confidence {a.get('confidence')}"
+                for a in agreed
+                if isinstance(a, dict)
+            )
+        else:
+            how = f"{found.get('heard')!r}, confidence {found.get('confidence')}"
+        notes.append(f"{values} ({item.file_plain}: {how})")
+    return f"; rests on heard values: {'; '.join(notes)}" if notes else ""
 
 
 def _same(given: str, want: str) -> bool:

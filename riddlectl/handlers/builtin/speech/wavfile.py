@@ -14,10 +14,12 @@ from __future__ import annotations
 import os
 import struct
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:  # numpy (the `audio` extra) is imported when samples are read
+    import numpy as np
 
-__all__ = ["RATE", "AudioError", "WavFormat", "read_wav", "to_speech_rate"]
+__all__ = ["RATE", "AudioError", "WavFormat", "check_wav", "read_wav", "to_speech_rate"]
 
 #: The sample rate the recogniser's model was trained at.
 RATE = 16000
@@ -55,23 +57,36 @@ def read_wav(path: str, max_seconds: float) -> tuple[WavFormat, np.ndarray]:
     short, or one over ``max_seconds`` long.
     """
     with open(path, "rb") as handle:
-        size = os.fstat(handle.fileno()).st_size
-        fmt = _header(handle, size)
-        if fmt.seconds > max_seconds:
-            raise AudioError(
-                f"audio is {_duration(fmt.seconds)} long, over the {max_seconds:g} s limit"
-            )
-        present = max(size - fmt.data_offset, 0)
-        if present < fmt.data_bytes:  # known before reading: no buffer for what is absent
-            raise AudioError(
-                f"truncated WAV file: its header announces {fmt.data_bytes} bytes of samples, "
-                f"the file has {present}"
-            )
+        fmt = _checked(handle, max_seconds)
         handle.seek(fmt.data_offset)
         data = handle.read(fmt.data_bytes)
     if len(data) < fmt.data_bytes:  # the file shrank while being read
         raise AudioError(f"truncated WAV file: {len(data)} of {fmt.data_bytes} bytes read")
     return fmt, _mono(_samples(data, fmt), fmt.channels)
+
+
+def check_wav(path: str, max_seconds: float) -> WavFormat:
+    """The format of the WAV file ``path``, refused as `read_wav` refuses it (not a WAV
+    file, an encoding not read, cut short, too long), from its header alone: what a
+    recording sent elsewhere to be heard is checked with, without numpy."""
+    with open(path, "rb") as handle:
+        return _checked(handle, max_seconds)
+
+
+def _checked(handle: object, max_seconds: float) -> WavFormat:
+    size = os.fstat(handle.fileno()).st_size  # type: ignore[attr-defined]
+    fmt = _header(handle, size)
+    if fmt.seconds > max_seconds:
+        raise AudioError(
+            f"audio is {_duration(fmt.seconds)} long, over the {max_seconds:g} s limit"
+        )
+    present = max(size - fmt.data_offset, 0)
+    if present < fmt.data_bytes:  # known before reading: no buffer for what is absent
+        raise AudioError(
+            f"truncated WAV file: its header announces {fmt.data_bytes} bytes of samples, "
+            f"the file has {present}"
+        )
+    return fmt
 
 
 def _header(handle: object, size: int) -> WavFormat:
@@ -121,6 +136,8 @@ def _fmt_chunk(body: bytes) -> tuple[int, int, int, int]:
 
 
 def _samples(data: bytes, fmt: WavFormat) -> np.ndarray:
+    import numpy as np
+
     data = data[: len(data) - len(data) % fmt.frame_bytes]
     if fmt.encoding == _FLOAT:
         floats = np.frombuffer(data, dtype="<f4" if fmt.bits == 32 else "<f8")
@@ -145,6 +162,8 @@ def to_speech_rate(samples: np.ndarray, rate: int) -> bytes:
     Downsampling first averages over a window of the rate ratio (a crude low-pass filter
     against aliasing), then interpolates linearly: enough for speech recognition.
     """
+    import numpy as np
+
     if rate != RATE and len(samples):
         if rate > RATE:
             width = max(1, round(rate / RATE))
