@@ -69,10 +69,11 @@ def serve(
 def metrics(ctx: typer.Context) -> None:
     """Print the spool's metrics in Prometheus text format (for a textfile collector)."""
     from riddlectl import runtime
-    from riddlectl.ops import report
+    from riddlectl.ops import agents, report
     from riddlectl.web.metrics import Tally
 
     spool = runtime.open_spool(resolve(ctx), create=False)
     tally = Tally()
     tally.observe_all(spool.events.read())
-    typer.echo(tally.render(report.counts(spool)), nl=False)
+    text = tally.render(report.counts(spool), agents.alive_per_stage(spool))
+    typer.echo(text, nl=False)

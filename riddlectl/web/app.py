@@ -66,9 +66,9 @@ def create_app(web: Service, guard: Guard | None = None) -> Any:
 
     @app.get("/metrics", response_class=PlainTextResponse, tags=["metrics"])
     def metrics() -> Response:
-        """Prometheus text: riddles per queue, events per stage and outcome, failures per
-        stage, handler durations."""
-        text = web.keeper.tally.render(web.counts())
+        """Prometheus text: riddles per queue, agents alive per stage, events per stage and
+        outcome, failures per stage, handler durations."""
+        text = web.keeper.tally.render(web.counts(), web.agents_per_stage())
         return Response(text, media_type=METRICS_TYPE)
 
     return Secure(app, guard or Guard(read_only=web.read_only))

@@ -52,13 +52,20 @@ class Tally:
         self.sums[stage] = self.sums.get(stage, 0.0) + seconds
         self.counts[stage] += 1
 
-    def render(self, queues: Mapping[str, int]) -> str:
-        """The exposition text, with `queues` (riddles per queue, corrupt included)."""
+    def render(self, queues: Mapping[str, int], agents: Mapping[str, int] | None = None) -> str:
+        """The exposition text, with `queues` (riddles per queue, corrupt included) and
+        `agents` (agents alive per stage)."""
         lines = [
             "# HELP riddlectl_riddles Riddles in each queue of the spool.",
             "# TYPE riddlectl_riddles gauge",
             *(f'riddlectl_riddles{{queue="{_label(q)}"}} {n}' for q, n in queues.items()),
         ]
+        if agents is not None:
+            lines += [
+                "# HELP riddlectl_agents Agents alive, by the stage they run.",
+                "# TYPE riddlectl_agents gauge",
+                *(f'riddlectl_agents{{stage="{_label(s)}"}} {n}' for s, n in agents.items()),
+            ]
         with self._lock:
             lines += self._counters() + self._histogram()
         return "\n".join(lines) + "\n"
