@@ -45,7 +45,6 @@ def test_the_agents_page_shows_who_holds_what_and_who_died(
             expect(held).to_be_visible(timeout=60_000)  # the list refreshes by itself
             expect(row).to_contain_text("solve")
             expect(page.locator(f"#agents-alive tr[data-pid='{idle.pid}']")).to_contain_text("idle")
-            _shoot(page, "agents.png")
 
             held.click()
             page.wait_for_url("**/app/riddle/hang")
@@ -61,7 +60,7 @@ def test_the_agents_page_shows_who_holds_what_and_who_died(
             )
             assert time.monotonic() - killed < 5.0
             expect(page.locator(f"#agents-alive tr[data-pid='{agent.pid}']")).to_have_count(0)
-            _shoot(page, "agents-gone.png")
+            _shoot(page, "agents.png")  # one alive and idle, one died with its claim
     finally:
         idle.kill()
         idle.wait(30)
