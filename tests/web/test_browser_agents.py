@@ -26,9 +26,9 @@ def spool_cli(request: pytest.FixtureRequest) -> Cli:
 
 def test_the_agents_page_shows_who_holds_what_and_who_died(
     spool_cli: Cli,
-    page: Any,
+    page: Any,  # noqa: F811 - the fixture imported above
     helpers: Path,
-    tmp_path: Path,  # noqa: F811
+    tmp_path: Path,
 ) -> None:
     from playwright.sync_api import expect
 
