@@ -7,13 +7,14 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from riddlectl import runtime
 from riddlectl.agent.worker import Worker, run_workers, say
 from riddlectl.errors import SpoolUnavailable
 from riddlectl.identity import Actor
 from riddlectl.settings import Settings
+from riddlectl.spool.agents import Seat
 from riddlectl.spool.contract import Spool
 from riddlectl.spool.states import INBOX, STAGES, Queue
 
@@ -72,12 +73,14 @@ def run(
     started = time.monotonic()
     actor = Actor(f"{name}:{'+'.join(stages)}")
     contexts: dict[str, StageContext] = {}
+    seats: list[Seat] = []  # this agent's record in the spool, once it is registered
 
     def make_worker() -> Worker:
         # A spool object each: one keeps what a thread's claims need (its inbox backlogs).
         worker_spool = runtime.open_spool(settings, actor, create=False)
         pipeline = runtime.pipeline(settings, worker_spool, actor)
-        pipeline.on_move = lambda riddle_id, queue: _count(summary, riddle_id, queue)
+        pipeline.on_move = lambda riddle_id, queue: _count(summary, riddle_id, queue, seats)
+        pipeline.attempts.seat = seats[0] if seats else None
         return Worker(pipeline, contexts)
 
     def start() -> tuple[Spool, list[Worker]]:
@@ -89,6 +92,8 @@ def run(
             for stage in STAGES
             if stage in stages
         )
+        if not seats:
+            seats.append(spool.register_agent(_record(actor, contexts, concurrency)))
         workers = [make_worker() for _ in range(concurrency)]
         spool.recover(workers[0].pipeline.committed)  # what agents that died left behind
         return spool, workers
@@ -114,10 +119,22 @@ def run(
             grace=settings.stop_grace,
         )
     finally:
+        for seat in seats:
+            seat.close()
         spool.close()
         summary.seconds = time.monotonic() - started
         summary.held = len(spool.ids(Queue.HOLD))
     return summary
+
+
+def _record(actor: Actor, contexts: dict[str, StageContext], concurrency: int) -> dict[str, Any]:
+    """What an agent says of itself in the spool (see `Spool.register_agent`)."""
+    return {
+        "agent": actor.name,
+        "stages": list(contexts),
+        "handlers": {stage: [h.name for h in ctx.handlers] for stage, ctx in contexts.items()},
+        "concurrency": concurrency,
+    }
 
 
 AWAIT_FIRST, AWAIT_CAP = 0.5, 30.0  # seconds between tries, doubling
@@ -162,7 +179,9 @@ _count_lock = threading.Lock()
 KEEP_IDS = 10_000
 
 
-def _count(summary: RunSummary, riddle_id: str, queue: Queue) -> None:
+def _count(summary: RunSummary, riddle_id: str, queue: Queue, seats: list[Seat]) -> None:
+    for seat in seats:
+        seat.tally(handled=1, failed=int(queue is Queue.FAILED))
     with _count_lock:
         summary.handled += 1  # every hand-off, not only final ones
         if queue is Queue.DONE:

@@ -32,6 +32,7 @@ COMMANDS: dict[str, str] = {
     "ingest": "submit",
     "run": "agents",
     "agent": "agents",
+    "agents": "roster",
     "status": "query",
     "show": "query",
     "result": "query",

@@ -71,7 +71,7 @@ def metrics(ctx: typer.Context) -> None:
     import time
 
     from riddlectl import runtime
-    from riddlectl.ops import report
+    from riddlectl.ops import agents, report
     from riddlectl.spool.states import Queue
     from riddlectl.web.metrics import Tally, ages
 
@@ -82,4 +82,7 @@ def metrics(ctx: typer.Context) -> None:
     for queue in Queue:  # a read of every document: this command is for a collector's cron
         created = [r.created or r.updated or 0.0 for r in spool.iter_queue(queue)]
         oldest[queue.value] = min(created) if created else None
-    typer.echo(tally.render(report.counts(spool), ages(oldest, time.time())), nl=False)
+    text = tally.render(
+        report.counts(spool), ages(oldest, time.time()), agents.alive_per_stage(spool)
+    )
+    typer.echo(text, nl=False)

@@ -28,6 +28,7 @@ from riddlectl.spool.states import Queue
 if TYPE_CHECKING:  # given the ledger it commits through (see `jobs.Pipeline`)
     from riddlectl.pipeline.ledger import Ledger, Move
     from riddlectl.pipeline.parents import Parents
+    from riddlectl.spool.agents import Seat
 
 GROUP_WINDOW = 0.005  # seconds a handled riddle may wait for others to share its commit
 MAX_RETRY_AFTER = 3600.0  # seconds of an endpoint's Retry-After honoured at most
@@ -39,6 +40,9 @@ class Attempts:
     parents: Parents
     retry: RetryPolicy
     max_abandoned: int = 5
+    # The agent's record in the spool, told what it is handling (`Seat.took`); None
+    # when no agent runs this pipeline (a command, a test).
+    seat: Seat | None = None
 
     def run_batch(
         self,
@@ -90,6 +94,16 @@ class Attempts:
                 claim, riddle, Queue.FAILED, stage.name, "abandoned", error=error
             )
         self.ledger.spool.begin(claim)
+        seat = self.seat
+        if seat is None:
+            return self._handle(claim, riddle, stage, ctx)
+        seat.took(riddle.id or "", stage.name)
+        try:
+            return self._handle(claim, riddle, stage, ctx)
+        finally:
+            seat.let_go(riddle.id or "")
+
+    def _handle(self, claim: Claim, riddle: Riddle, stage: Stage, ctx: StageContext) -> Move:
         reach("claimed")
         started = time.monotonic()
         try:

@@ -18,7 +18,7 @@ import abc
 import contextlib
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -28,6 +28,7 @@ from riddlectl.document.events import MAX_HISTORY, Event
 from riddlectl.document.ids import ID_RE
 from riddlectl.errors import DocumentTooLarge, DuplicateId, UnknownRiddle
 from riddlectl.identity import Actor
+from riddlectl.spool.agents import Seat
 from riddlectl.spool.events import Committed, EventLog
 from riddlectl.spool.extractions import ExtractionCache
 from riddlectl.spool.states import STAGE_OF_INBOX, Queue
@@ -322,6 +323,18 @@ class Spool(abc.ABC):
         of one riddle in two queues, leftovers of dead writers, what is no riddle in a
         queue. With `fix`, what is safe to mend is mended (`Finding.fixed`). Empty for
         a healthy spool. Riddles' own troubles (orphans, corrupt input) are `doctor`'s."""
+
+    @abc.abstractmethod
+    def register_agent(self, record: Mapping[str, Any]) -> Seat:
+        """Keep a record of the agent this process runs (`record`: its agent name,
+        stages, handlers, concurrency; see `agents.new_record`) for as long as it runs:
+        alive while this process holds the seat, gone once it is closed or the process
+        dies, however it dies (see `riddlectl.spool.agents`)."""
+
+    @abc.abstractmethod
+    def agents(self) -> list[dict[str, Any]]:
+        """The agents' records: those alive now, and those gone within
+        `agents.GONE_KEPT` s, each with `alive` (see `agents.shown`); the alive first."""
 
     def holders(self) -> list[dict[str, Any]]:
         """The agents (and commands) holding claims in this spool now, as far as the

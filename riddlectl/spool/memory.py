@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from riddlectl.document import codec as documents
 from riddlectl.document.model import Riddle
 from riddlectl.errors import InvalidDocument
+from riddlectl.spool import agents as seats
 from riddlectl.spool.contract import (
     WAIT_NOTICE,
     Claim,
@@ -42,6 +44,7 @@ class MemorySpool(Spool):
         self._watches: list[_MemoryWatch] = []
         self._events = MemoryEventLog()
         self._extractions = MemoryExtractionCache()
+        self._agents: dict[str, tuple[dict[str, Any], bool]] = {}  # id -> record, alive
 
     @property
     def name(self) -> str:
@@ -236,6 +239,28 @@ class MemorySpool(Spool):
                 raise FileNotFoundError(f"corrupt/{name}: no such file set aside")
 
     # -- agents -------------------------------------------------------------------------
+
+    def register_agent(self, record: Mapping[str, Any]) -> seats.Seat:
+        # Alive while its seat is open: nothing outlives this process anyway.
+        made = seats.new_record(record, self.actor)
+        key = made["id"]
+
+        def write(current: dict[str, Any]) -> None:
+            with self._mutex:
+                self._agents[key] = (dict(current), self._agents[key][1])
+
+        def leave() -> None:
+            with self._mutex:
+                self._agents[key] = (self._agents[key][0], False)
+
+        with self._mutex:
+            self._agents[key] = (dict(made), True)
+        return seats.Seat(made, write, leave)
+
+    def agents(self) -> list[dict[str, Any]]:
+        with self._mutex:
+            found = [seats.shown(record, alive) for record, alive in self._agents.values()]
+        return seats.listed(found)
 
     def watch(self, queues: Iterable[Queue], wake: threading.Event) -> _MemoryWatch:
         watching = _MemoryWatch(self, frozenset(queues), wake)

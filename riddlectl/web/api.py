@@ -131,6 +131,48 @@ def result(request: Request, riddle_id: str) -> dict[str, Any]:
     }
 
 
+class Held(BaseModel):
+    id: str = Field(description="The riddle (its page: /app/riddle/ID).")
+    stage: str | None
+    since: float | None = Field(description="When its handling began (Unix time).")
+
+
+class Agent(BaseModel):
+    id: str = Field(description="The agent's record in the spool.")
+    agent: str = Field(description="What the event log calls it: agent:STAGE, run:STAGES.")
+    host: str
+    pid: int
+    stages: list[str]
+    handlers: dict[str, list[str]]
+    concurrency: int
+    started: float = Field(description="Unix time.")
+    seen: float = Field(description="When it last wrote its record (Unix time).")
+    handled: int = Field(description="Hand-offs it committed since it started.")
+    failed: int = Field(description="Riddles it moved to failed since it started.")
+
+
+class AliveAgent(Agent):
+    holds: list[Held] = Field(description="What it is handling now.")
+
+
+class GoneAgent(Agent):
+    how: str = Field(description="died (its process ended unasked) or stopped.")
+    gone: float | None = Field(description="When it stopped, or was last seen alive.")
+    abandoned: list[Held] = Field(description="What it was handling when it died.")
+
+
+class Agents(BaseModel):
+    alive: list[AliveAgent]
+    gone: list[GoneAgent] = Field(description="Agents gone within the last hour.")
+
+
+@router.get("/agents", response_model=Agents, responses=ERRORS)
+def agents(request: Request) -> dict[str, Any]:
+    """The agents alive now, what each is handling, and those gone within the last hour
+    with what they abandoned (`riddlectl agents --json`)."""
+    return service(request).agents()
+
+
 @router.post("/retry", response_model=Acted, responses=ERRORS)
 def retry(request: Request, body: RetryRequest) -> JSONResponse:
     """Put final riddles back into the pipeline (`riddlectl retry`); no ids: every failed one."""

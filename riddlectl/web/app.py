@@ -69,9 +69,10 @@ def create_app(web: Service, guard: Guard | None = None) -> Any:
     @app.get("/metrics", response_class=PlainTextResponse, tags=["metrics"])
     def metrics() -> Response:
         """Prometheus text: riddles per queue, the age of each queue's oldest riddle,
-        events per stage and outcome, failures per stage, handler durations."""
+        agents alive per stage, events per stage and outcome, failures per stage, handler
+        durations."""
         oldest = ages(web.index.oldest(), time.time())
-        text = web.keeper.tally.render(web.counts(), oldest)
+        text = web.keeper.tally.render(web.counts(), oldest, web.agents_per_stage())
         return Response(text, media_type=METRICS_TYPE)
 
     return Secure(app, guard or Guard(read_only=web.read_only))

@@ -52,9 +52,15 @@ class Tally:
         self.sums[stage] = self.sums.get(stage, 0.0) + seconds
         self.counts[stage] += 1
 
-    def render(self, queues: Mapping[str, int], oldest: Mapping[str, float] | None = None) -> str:
-        """The exposition text, with `queues` (riddles per queue, corrupt included) and
-        `oldest` (the age in seconds of the oldest riddle of each queue; 0 when empty)."""
+    def render(
+        self,
+        queues: Mapping[str, int],
+        oldest: Mapping[str, float] | None = None,
+        agents: Mapping[str, int] | None = None,
+    ) -> str:
+        """The exposition text, with `queues` (riddles per queue, corrupt included),
+        `oldest` (the age in seconds of the oldest riddle of each queue; 0 when empty) and
+        `agents` (agents alive per stage)."""
         lines = [
             "# HELP riddlectl_riddles Riddles in each queue of the spool.",
             "# TYPE riddlectl_riddles gauge",
@@ -69,6 +75,12 @@ class Tally:
                     f'riddlectl_oldest_age_seconds{{queue="{_label(q)}"}} {age:.3f}'
                     for q, age in oldest.items()
                 ),
+            ]
+        if agents is not None:
+            lines += [
+                "# HELP riddlectl_agents Agents alive, by the stage they run.",
+                "# TYPE riddlectl_agents gauge",
+                *(f'riddlectl_agents{{stage="{_label(s)}"}} {n}' for s, n in agents.items()),
             ]
         with self._lock:
             lines += self._counters() + self._histogram()

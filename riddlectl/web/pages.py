@@ -21,12 +21,14 @@ from starlette.datastructures import UploadFile
 from riddlectl.document.datatypes import builtin_types
 from riddlectl.errors import InvalidData, InvalidDocument, RiddleError
 from riddlectl.ops import admin
+from riddlectl.ops import agents as roster
 from riddlectl.web import datafiles, forms, views
 from riddlectl.web import query as tables
 from riddlectl.web.live import Hub
 from riddlectl.web.service import ACTIONS, Done, Outcome, Service, http_status
 
 router = APIRouter(prefix="/app", include_in_schema=False)
+AGENTS_REFRESH = 2  # seconds between refreshes of the agents page's list
 templates = Jinja2Templates(directory=Path(__file__).parent / "templates")
 templates.env.filters["ago"] = views.when
 
@@ -89,7 +91,25 @@ def _riddle_page(request: Request, riddle_id: str, note: str, status: int = 200)
     web = _web(request)
     queue, found = web.spool.require(riddle_id)
     view = views.riddle_view(web.spool, queue, found)
-    return render(request, "riddle.html", status, **view, note=note)
+    holder = roster.holder_of(web.agents(), riddle_id)
+    return render(request, "riddle.html", status, **view, note=note, holder=holder)
+
+
+# -- agents --------------------------------------------------------------------------------
+
+
+@router.get("/agents", response_class=HTMLResponse)
+def agents(request: Request) -> HTMLResponse:
+    """Who is working: the agents alive, what each handles, those gone and what they
+    abandoned; the list refreshes itself (`/app/agents/list`)."""
+    listed: dict[str, Any] = dict(_web(request).agents())
+    return render(request, "agents.html", **listed, refresh=AGENTS_REFRESH)
+
+
+@router.get("/agents/list", response_class=HTMLResponse)
+def agents_list(request: Request) -> HTMLResponse:
+    listed: dict[str, Any] = dict(_web(request).agents())
+    return render(request, "agents_list.html", **listed, counts=None)
 
 
 # -- actions -------------------------------------------------------------------------------

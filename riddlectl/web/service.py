@@ -19,6 +19,7 @@ from riddlectl import runtime
 from riddlectl.errors import ExitCode, InvalidDocument, RiddleError
 from riddlectl.identity import Actor, scratch_dir
 from riddlectl.ops import admin, corrupt, report
+from riddlectl.ops import agents as roster
 from riddlectl.ops import submit as submitting
 from riddlectl.pipeline.jobs import Pipeline
 from riddlectl.settings import Settings
@@ -192,6 +193,14 @@ class Service:
             counts[report.CORRUPT] = len(report.corrupt_files(self.spool))
             self._counts = cached = (key, time.monotonic(), counts)
         return dict(cached[2])
+
+    def agents(self) -> dict[str, list[dict[str, Any]]]:
+        """The agents alive and recently gone (`ops.agents`): read afresh each time,
+        since the page must show an agent gone as soon as the spool can tell."""
+        return roster.agents(self.spool)
+
+    def agents_per_stage(self) -> dict[str, int]:
+        return roster.alive_per_stage(self.spool)
 
 
 def index_path(spool: Spool) -> Path:

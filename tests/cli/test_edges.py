@@ -48,9 +48,10 @@ COMMANDS: dict[str, list[str]] = {
     "ingest": ["ingest", "."],
     "copy": ["copy", "--to", "copied"],
     "metrics": ["metrics"],
+    "agents": ["agents"],
 }
 # Commands that only read work on a read-only spool; the others refuse it (exit 5).
-READERS = {"status", "show", "result", "events", "schema", "copy", "metrics"}
+READERS = {"status", "show", "result", "events", "schema", "copy", "metrics", "agents"}
 NEEDS_NO_SPOOL = {"schema"}
 SPOOL_UNUSABLE = 5
 

@@ -118,6 +118,17 @@ def test_openapi_document_lists_the_verbs(served: Served) -> None:
         assert f"/api/{verb}" in paths
     assert {"/api/show/{riddle_id}", "/api/result/{riddle_id}", "/metrics"} <= paths
     assert not any(p.startswith("/app") for p in paths)
+    assert "/api/agents" in paths
+    listed = spec["components"]["schemas"]["Agents"]["properties"]
+    assert set(listed) == {"alive", "gone"}
+
+
+def test_agents_alive_and_gone_as_json(served: Served) -> None:
+    with served.client() as http:
+        listed = http.get("/api/agents")
+    assert listed.status_code == 200
+    assert set(listed.json()) == {"alive", "gone"}
+    assert listed.json() == orjson.loads(served.cli("agents", "--json").out)
 
 
 def test_metrics_text_and_the_command_agree(served: Served) -> None:
@@ -134,9 +145,11 @@ def test_metrics_text_and_the_command_agree(served: Served) -> None:
     assert printed.code == 0
     families = {line.split()[2] for line in printed.out.splitlines() if line.startswith("# TYPE")}
     assert families == {
-        "riddlectl_riddles", "riddlectl_transitions_total", "riddlectl_failures_total",
-        "riddlectl_handler_duration_seconds", "riddlectl_oldest_age_seconds",
+        "riddlectl_riddles", "riddlectl_agents", "riddlectl_transitions_total",
+        "riddlectl_failures_total", "riddlectl_handler_duration_seconds",
+        "riddlectl_oldest_age_seconds",
     }  # fmt: skip
+    assert 'riddlectl_agents{stage="solve"} 0' in text
 
 
 def test_the_age_of_the_oldest_riddle_per_queue(fresh: Served) -> None:

@@ -20,7 +20,7 @@ import heapq
 import os
 import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -32,6 +32,7 @@ from riddlectl.document.codec import Limits
 from riddlectl.document.ids import ID_RE
 from riddlectl.errors import DuplicateId, InvalidDocument
 from riddlectl.identity import Actor
+from riddlectl.spool import agents as seats
 from riddlectl.spool.contract import (
     WAIT_NOTICE,
     Claim,
@@ -49,6 +50,7 @@ from riddlectl.spool.contract import (
 from riddlectl.spool.crashpoints import reach
 from riddlectl.spool.dropins import drop_in_stem, ignored, read_drop_in
 from riddlectl.spool.events import Committed
+from riddlectl.spool.fs import agents as records
 from riddlectl.spool.fs import atomic, repair
 from riddlectl.spool.fs.dropped import DropInIndex
 from riddlectl.spool.fs.events import DEFAULT_MAX_BYTES, FsEventLog
@@ -192,6 +194,12 @@ class FsSpool(Spool):
             finally:
                 os.close(fd)
         return found
+
+    def register_agent(self, record: Mapping[str, Any]) -> seats.Seat:
+        return records.register(self.root / "agents", record, self.actor)
+
+    def agents(self) -> list[dict[str, Any]]:
+        return seats.listed(records.listing(self.root / "agents"))
 
     def _withdraw(self, stored: Sequence[tuple[Queue, Riddle]]) -> None:
         """Remove riddles this `add` stored, where they still lie untouched. An agent

@@ -15,7 +15,7 @@ import contextlib
 import threading
 import time
 import weakref
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,6 +25,7 @@ from riddlectl.document.codec import Limits
 from riddlectl.document.ids import ID_RE
 from riddlectl.errors import ClaimLost, DuplicateId
 from riddlectl.identity import Actor
+from riddlectl.spool import agents as seats
 from riddlectl.spool.contract import (
     WAIT_NOTICE,
     Claim,
@@ -38,6 +39,7 @@ from riddlectl.spool.contract import (
     unknown,
 )
 from riddlectl.spool.events import Committed
+from riddlectl.spool.postgres import agents as records
 from riddlectl.spool.postgres import claims as sql
 from riddlectl.spool.postgres import datastore as data
 from riddlectl.spool.postgres import schema, storing
@@ -134,6 +136,12 @@ class PgSpool(Reading, Spool):
         with self.db.session() as conn:
             rows = conn.execute(sql.LIVE_HOLDERS, self._me()).fetchall()
         return [dict(record) for (record,) in rows]
+
+    def register_agent(self, record: Mapping[str, Any]) -> seats.Seat:
+        return records.register(self.db, record)
+
+    def agents(self) -> list[dict[str, Any]]:
+        return seats.listed(records.listing(self.db))
 
     def _finish(self, conn: Conn, arrived: Iterable[Queue]) -> None:
         """The end of a transition's transaction: its events, and its wake-ups."""

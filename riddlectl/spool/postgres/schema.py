@@ -127,6 +127,14 @@ MIGRATIONS: list[str] = [
     END
     $$;
     """,
+    # 4: the agents' own records, each tied to its agent's session advisory lock on `key`.
+    """
+    CREATE TABLE agents (
+        key bigint PRIMARY KEY,
+        record jsonb NOT NULL,
+        seen double precision NOT NULL
+    );
+    """,
 ]
 LATEST = len(MIGRATIONS)
 
