@@ -93,7 +93,7 @@ def run(
             if stage in stages
         )
         if not seats:
-            seats.append(spool.register_agent(_record(actor, contexts, concurrency)))
+            seats.extend(_seat(spool, _record(actor, contexts, concurrency)))
         workers = [make_worker() for _ in range(concurrency)]
         spool.recover(workers[0].pipeline.committed)  # what agents that died left behind
         return spool, workers
@@ -125,6 +125,17 @@ def run(
         summary.seconds = time.monotonic() - started
         summary.held = len(spool.ids(Queue.HOLD))
     return summary
+
+
+def _seat(spool: Spool, record: dict[str, Any]) -> list[Seat]:
+    """The agent's record in the spool, or none when the spool cannot take it now (a full
+    or read-only disk): the record is for `riddlectl agents` to show, and an agent that
+    waits out such a disk must not stop for want of it."""
+    try:
+        return [spool.register_agent(record)]
+    except OSError as exc:
+        say(f"cannot keep this agent's record ({exc.strerror or exc}); going on without it")
+        return []
 
 
 def _record(actor: Actor, contexts: dict[str, StageContext], concurrency: int) -> dict[str, Any]:

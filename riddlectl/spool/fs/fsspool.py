@@ -12,428 +12,43 @@ before it is let go, so that `doctor` finds none left over.
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
-import functools
 import hashlib
-import heapq
 import os
-import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import orjson
 
 from riddlectl.document import codec as documents
-from riddlectl.document.codec import Limits
-from riddlectl.document.ids import ID_RE
-from riddlectl.errors import DuplicateId, InvalidDocument
-from riddlectl.identity import Actor
-from riddlectl.spool import agents as seats
+from riddlectl.errors import InvalidDocument
 from riddlectl.spool.contract import (
     WAIT_NOTICE,
     Claim,
-    Corrupt,
-    Finding,
-    Spool,
-    Watch,
     busy,
-    one_name,
     order_key,
     retry_at,
-    stamp,
     unknown,
 )
-from riddlectl.spool.crashpoints import reach
-from riddlectl.spool.dropins import drop_in_stem, ignored, read_drop_in
-from riddlectl.spool.events import Committed
-from riddlectl.spool.fs import agents as records
-from riddlectl.spool.fs import atomic, repair
-from riddlectl.spool.fs.dropped import DropInIndex
-from riddlectl.spool.fs.events import DEFAULT_MAX_BYTES, FsEventLog
-from riddlectl.spool.fs.extractions import FsExtractionCache
-from riddlectl.spool.fs.inbox import Header, Inbox, iter_files, kind_of, list_files
+from riddlectl.spool.dropins import drop_in_stem, read_drop_in
+from riddlectl.spool.fs.inbox import Header, Inbox, kind_of
 from riddlectl.spool.fs.locks import Lock
-from riddlectl.spool.states import FINAL, LAYOUT_DIRS, Queue, route
+from riddlectl.spool.states import FINAL, Queue
 
 if TYPE_CHECKING:
     from riddlectl.document.model import Riddle
 
-DROP_IN_GRACE = 5.0
-ADD_GROUP = 64  # riddles stored per group commit by `add` (each holds a lock meanwhile)
+from riddlectl.spool.contract import Finding
+from riddlectl.spool.events import Committed
+from riddlectl.spool.fs import repair
+from riddlectl.spool.fs.layout import DROP_IN_GRACE, Token, _record
+from riddlectl.spool.fs.writing import Writing
+
+__all__ = ["DROP_IN_GRACE", "FsSpool"]
 
 
-@dataclass
-class _Token:
-    lock: Lock
-    path: str
-
-
-class FsSpool(Spool):
-    def __init__(
-        self,
-        root: Path,
-        *,
-        durable: bool = True,
-        actor: Actor | None = None,
-        drop_in_grace: float = DROP_IN_GRACE,
-        limits: Limits | None = None,
-        events_max_bytes: int = DEFAULT_MAX_BYTES,
-    ) -> None:
-        self.root = Path(root)
-        self.limits = limits or Limits()
-        self.durable = durable
-        self.actor: Actor = actor or Actor("riddlectl")
-        self.drop_in_grace = drop_in_grace
-        self.events_max_bytes = events_max_bytes
-        self.tmp_dir = str(self.root / "tmp")
-        self._dirs = {q: str(self.root / q.value) for q in Queue}
-        self._locks = str(self.root / "locks")
-        self._inboxes: dict[Queue, Inbox] = {}
-        self._drop_in_index = DropInIndex(self._dirs[Queue.INCOMING], lambda: self.limits)
-        self.contended = 0
-
-    @property
-    def name(self) -> str:
-        return str(self.root)
-
-    @property
-    def local_root(self) -> Path:
-        return self.root
-
-    @functools.cached_property
-    def events(self) -> FsEventLog:
-        return FsEventLog(self.root / "events.jsonl", self.events_max_bytes)
-
-    @functools.cached_property
-    def extractions(self) -> FsExtractionCache:
-        return FsExtractionCache(self.root, durable=self.durable)
-
-    # -- layout -----------------------------------------------------------------------
-
-    def dir(self, queue: Queue | str) -> Path:
-        return self.root / str(queue)
-
-    def init(self) -> None:
-        for name in [*LAYOUT_DIRS, "locks", "cache"]:
-            (self.root / name).mkdir(parents=True, exist_ok=True)
-
-    def _path(self, queue: Queue, riddle_id: str) -> Path:
-        return Path(self._file(queue, riddle_id))
-
-    def _file(self, queue: Queue, riddle_id: str) -> str:
-        # Strings, not Paths, on the hot path: pathlib cost more than the syscalls here.
-        return f"{self._dirs[queue]}/{riddle_id}.json"
-
-    def lock(self, name: str) -> Lock:
-        return Lock(f"{self._locks}/{name}.lock")
-
-    def _let_go(self, lock: Lock, riddle_id: str | None) -> None:
-        """Release a lock taken for `riddle_id` (None: for a file name that is no id),
-        removing its file first unless the spool holds that riddle. Safe under the lock:
-        whoever opened the old file finds it unlinked once they hold it, and takes anew."""
-        try:
-            if riddle_id is None or not self._anywhere(riddle_id):
-                with contextlib.suppress(OSError):  # tidying: never a reason to fail
-                    os.unlink(lock.path)
-        finally:
-            lock.release()
-
-    # -- writing ----------------------------------------------------------------------
-
-    def _store(self, queue: Queue, riddle: Riddle) -> None:
-        atomic.sync_dirs(self._store_many([(queue, riddle)]))
-
-    def _store_many(self, documents_to: Sequence[tuple[Queue, Riddle]]) -> list[str]:
-        """Write documents into their queues; returns the directories still to flush."""
-        return atomic.publish(
-            [
-                (self._file(queue, riddle.id or ""), documents.dumps(riddle))
-                for queue, riddle in documents_to
-            ],
-            self.tmp_dir,
-            durable=self.durable,
-            checkpoints=True,
-        )
-
-    def add(self, riddles: Iterable[Riddle], queue: Queue | None = None) -> None:
-        riddles = list(riddles)
-        self.refuse_duplicates(riddles)
-        stored: list[tuple[Queue, Riddle]] = []
-        try:
-            for start in range(0, len(riddles), ADD_GROUP):
-                stored += self._add_group(riddles[start : start + ADD_GROUP], queue)
-        except BaseException:
-            self._withdraw(stored)  # all or none, also when the disk fills half-way
-            raise
-
-    def restore(self, riddles: Sequence[Riddle], queue: Queue) -> None:
-        # For `copy`, which runs with no agent on the spool: no lock is needed.
-        self.refuse_duplicates(riddles)
-        atomic.sync_dirs(self._store_many([(queue, riddle) for riddle in riddles]))
-
-    def holders(self) -> list[dict[str, Any]]:
-        """Claims held now: lock files another process holds (an idle agent holds none).
-        Looked at read-only, so that a read-only spool can be copied."""
-        found = []
-        for entry in iter_files(self._locks):
-            try:
-                fd = os.open(entry.path, os.O_RDONLY | os.O_CLOEXEC)
-            except OSError:
-                continue
-            try:
-                try:
-                    fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-                    continue  # free
-                except BlockingIOError:
-                    record = os.pread(fd, 4096, 0).strip()
-                    found.append(_record(record) or {"lock": entry.name})
-            finally:
-                os.close(fd)
-        return found
-
-    def register_agent(self, record: Mapping[str, Any]) -> seats.Seat:
-        return records.register(self.root / "agents", record, self.actor)
-
-    def agents(self) -> list[dict[str, Any]]:
-        return seats.listed(records.listing(self.root / "agents"))
-
-    def _withdraw(self, stored: Sequence[tuple[Queue, Riddle]]) -> None:
-        """Remove riddles this `add` stored, where they still lie untouched. An agent
-        cannot have moved one on meanwhile: on a full or failing disk its commit fails."""
-        for queue, riddle in stored:
-            riddle_id = riddle.id or ""
-            lock = self.lock(riddle_id)
-            if not lock.acquire(timeout=10):
-                continue
-            try:
-                current = self.read(queue, riddle_id)
-                if current is not None and current.rev == riddle.rev:
-                    with contextlib.suppress(FileNotFoundError):
-                        os.unlink(self._file(queue, riddle_id))
-            finally:
-                self._let_go(lock, riddle_id)
-
-    def _add_group(self, riddles: list[Riddle], queue: Queue | None) -> list[tuple[Queue, Riddle]]:
-        # Locked while checked and stored, so two submitters of one id cannot both win;
-        # stored as one group commit, so 64 riddles cost a few disk flushes, not 128.
-        locks: list[tuple[Lock, str]] = []
-        unflushed: list[str] = []
-        stored = False
-        try:
-            for riddle in riddles:
-                lock = self.lock(riddle.id or "")
-                if not lock.acquire(timeout=10):
-                    raise TimeoutError(f"{riddle.id}: still locked after 10 s")
-                locks.append((lock, riddle.id or ""))
-                if self._anywhere(riddle.id or ""):
-                    raise DuplicateId("id already in the spool", where=riddle.id, field="id")
-            placed = [(queue or route(r), stamp(r)) for r in riddles]
-            unflushed = self._store_many(placed)
-            stored = True
-        finally:
-            for lock, riddle_id in locks:
-                if stored:
-                    lock.release()
-                else:  # refused, or the disk is full: no lock file for an id never stored
-                    self._let_go(lock, riddle_id)
-        # Flushed after the locks go, so agents woken by the renames need not wait; safe,
-        # as nothing was removed, and the ids are printed only once this returns.
-        atomic.sync_dirs(unflushed)
-        return placed
-
-    def _anywhere(self, riddle_id: str) -> bool:
-        """Whether a queue holds `riddle_id` (False for what is no valid id)."""
-        return ID_RE.fullmatch(riddle_id) is not None and any(
-            os.path.exists(self._file(q, riddle_id)) for q in Queue
-        )
-
-    def refuse_duplicates(self, riddles: Iterable[Riddle]) -> None:
-        seen: set[str] = set()
-        for riddle in riddles:
-            riddle_id = riddle.id or ""
-            if riddle_id in seen or self._anywhere(riddle_id):
-                raise DuplicateId("id already in the spool", where=riddle_id, field="id")
-            seen.add(riddle_id)
-
-    def commit(self, claim: Claim, riddle: Riddle, to: Queue) -> Riddle:
-        return self.commit_many([(claim, riddle, to)])[0]
-
-    def commit_many(self, moves: Sequence[tuple[Claim, Riddle, Queue]]) -> list[Riddle]:
-        stamped = [(claim, stamp(riddle), to) for claim, riddle, to in moves]
-        files = [(self._file(to, r.id or ""), documents.dumps(r)) for _, r, to in stamped]
-        # Measured as written, so a commit costs no serialisation more than it did.
-        self.refuse_oversize(
-            (claim, r, to, len(data))
-            for (claim, r, to), (_, data) in zip(stamped, files, strict=True)
-        )
-        # The renames are made durable before any source goes: a filesystem without a
-        # journal (this project's own ext4 has none) may write a directory's removal back
-        # before another's addition, and a crash between the two would lose the riddle.
-        atomic.sync_dirs(
-            atomic.publish(files, self.tmp_dir, durable=self.durable, checkpoints=True)
-        )
-        for claim, riddle, to in stamped:
-            token: _Token = claim.token
-            if token.path != self._file(to, riddle.id or ""):
-                atomic.recycle(token.path, self.tmp_dir)
-        reach("source-removed")
-        for claim, _, to in moves:
-            self._end_claim(claim, final=to in FINAL)
-        reach("lock-released")
-        return [riddle for _, riddle, _ in stamped]
-
-    def release(self, claim: Claim) -> None:
-        self._end_claim(claim)
-
-    def delete(self, claim: Claim) -> None:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(claim.token.path)
-        if claim.open:  # the riddle is gone: so is its lock file
-            claim.open = False
-            self._let_go(claim.token.lock, claim.riddle.id or "")
-
-    def _end_claim(self, claim: Claim, *, final: bool = False) -> None:
-        if not claim.open:
-            return
-        claim.open = False
-        token: _Token = claim.token
-        try:
-            if final:
-                token.lock.drop_record()
-            else:
-                token.lock.clear_record()
-        finally:  # on a read-only spool the record stays, but the lock must go
-            token.lock.release()
-
-    # -- reading ----------------------------------------------------------------------
-
-    def _names(self, queue: Queue) -> list[os.DirEntry[str]]:
-        return list_files(str(self.dir(queue)))
-
-    def ids(self, queue: Queue) -> list[str]:
-        """Names of the regular files of a queue, less `.json`; anything else is no riddle."""
-        return [e.name.removesuffix(".json") for e in self._names(queue)]
-
-    def holds(self, queue: Queue, riddle_id: str) -> bool:
-        return ID_RE.fullmatch(riddle_id) is not None and os.path.exists(
-            self._file(queue, riddle_id)
-        )
-
-    def read(self, queue: Queue, riddle_id: str) -> Riddle | None:
-        """The document `ID.json` of `queue`; a drop-in there without an id of its own
-        reads under its name's stem (`ID`). In `incoming/`, an entry of `ids` that is a
-        drop-in's whole name (`notes.txt`) reads as that drop-in."""
-        path = self._file(queue, riddle_id)
-        try:
-            return self._parse_file(path, path, drop_in_stem(f"{riddle_id}.json"))
-        except FileNotFoundError:
-            pass
-        if queue is not Queue.INCOMING or "/" in riddle_id or ignored(riddle_id):
-            return None
-        path = f"{self._dirs[queue]}/{riddle_id}"
-        try:
-            return self._parse_file(path, path, drop_in_stem(riddle_id))
-        except (FileNotFoundError, IsADirectoryError):
-            return None
-
-    def _parse_file(self, path: str, where: str, default_id: str | None = None) -> Riddle:
-        """The document at `path`, read up to `limits.readable` (a document stored before
-        the limit was lowered is still read), with its real size in the reason if over."""
-        raw, info = documents.read_raw(path, self.limits.readable + 1)
-        if raw is None:
-            raise InvalidDocument("not a regular file", where=where)
-        return documents.parse(raw, where, default_id, self.limits.readable, info.st_size)
-
-    def reread(self, claim: Claim) -> Riddle:
-        token: _Token = claim.token
-        return self._parse_file(token.path, token.path)
-
-    def find(self, riddle_id: str) -> tuple[Queue, Riddle] | None:
-        if not ID_RE.fullmatch(riddle_id):
-            return None
-        found = []
-        for queue in Queue:
-            with contextlib.suppress(InvalidDocument):
-                riddle = self.read(queue, riddle_id)
-                # A drop-in `ID.json` whose document names another id is that riddle.
-                if riddle is not None and riddle.id == riddle_id:
-                    found.append((riddle.rev, queue, riddle))
-        if not found:
-            dropped = self._dropped(riddle_id)
-            return None if dropped is None else (Queue.INCOMING, dropped[1])
-        _, queue, riddle = max(found, key=lambda f: f[0])
-        return queue, riddle
-
-    def _dropped(self, riddle_id: str) -> tuple[str, Riddle] | None:
-        """The drop-in of `incoming/` that is the riddle `riddle_id` under a name of its
-        own (`b.json` holding `"id": "own"`), with that name. Each drop-in is read, so this
-        is for an id no queue holds as `ID.json`, and `incoming/` alone: drop-ins land
-        there, and an agent soon stores each as `ID.json`."""
-        name = self._drop_ins().get(riddle_id)
-        if name is None or name == f"{riddle_id}.json":
-            return None
-        riddle = self._peek(name)  # read again: the index may be a little behind
-        return (name, riddle) if riddle is not None and riddle.id == riddle_id else None
-
-    def _drop_ins(self) -> dict[str, str]:
-        return self._drop_in_index.index()
-
-    def _peek(self, name: str) -> Riddle | None:
-        return self._drop_in_index.peek(name)
-
-    def counts(self) -> dict[Queue, int]:
-        # Regular files only, told by the directory entry's type: no stat per file, for
-        # `status` on a spool of 100,000. A FIFO or a directory dropped in is no riddle.
-        return {q: sum(1 for _ in iter_files(str(self.dir(q)))) for q in Queue}
-
-    def recent(self, limit: int, queues: Iterable[Queue] = tuple(Queue)) -> list[tuple[Queue, str]]:
-        # Modification times, not documents: every commit writes a new file, and a stat is
-        # far cheaper than a parse. Streamed: on a spool of 100,000 riddles a list of
-        # stat'ed directory entries alone took 100 MB.
-        def stamped() -> Iterator[tuple[int, Queue, str]]:
-            for queue in queues:
-                for entry in iter_files(str(self.dir(queue))):
-                    try:
-                        yield entry.stat().st_mtime_ns, queue, entry.name.removesuffix(".json")
-                    except FileNotFoundError:
-                        continue
-
-        return [(queue, riddle_id) for _, queue, riddle_id in heapq.nlargest(limit, stamped())]
-
-    def corrupt_files(self) -> list[Corrupt]:
-        out = []
-        for entry in sorted(os.scandir(self.root / "corrupt"), key=lambda e: e.name):
-            if entry.name.endswith(".reason") or ignored(entry.name):
-                continue
-            reason_path = self.root / "corrupt" / f"{entry.name}.reason"
-            reason = (
-                reason_path.read_text("utf-8", "replace").strip() if reason_path.exists() else ""
-            )
-            out.append(Corrupt(entry.name, reason))
-        return out
-
-    def corrupt_content(self, name: str) -> bytes | None:
-        if not one_name(name) or name.endswith(".reason") or ignored(name):
-            return None
-        try:
-            return (self.root / "corrupt" / name).read_bytes()
-        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
-            return None
-
-    def drop_corrupt(self, name: str) -> None:
-        if not one_name(name) or name.endswith(".reason") or ignored(name):
-            raise FileNotFoundError(f"corrupt/{name}: no such file set aside")
-        path = self.root / "corrupt" / name
-        if not path.is_file():
-            raise FileNotFoundError(f"corrupt/{name}: no such file set aside")
-        path.unlink()
-        path.with_name(f"{name}.reason").unlink(missing_ok=True)
-
-    # -- claiming ---------------------------------------------------------------------
+class FsSpool(Writing):
+    """The directory spool: the claims, on top of its layout, reading, intake and
+    writing (see `layout`)."""
 
     def claim(self, queue: Queue, limit: int = 1, now: float | None = None) -> list[Claim]:
         now = time.time() if now is None else now
@@ -531,7 +146,7 @@ class FsSpool(Spool):
             abandoned = 0  # the older copy's commit had completed: nothing was abandoned
         if abandoned:
             self.log_abandoned(queue, riddle, owner, abandoned)
-        return Claim(riddle, queue, abandoned, _Token(lock, path))
+        return Claim(riddle, queue, abandoned, Token(lock, path))
 
     def handled(self, claim: Claim) -> None:
         claim.token.lock.clear_record()
@@ -662,27 +277,7 @@ class FsSpool(Spool):
             self.on_wait(riddle_id)
         return lock.acquire(wait - WAIT_NOTICE)
 
-    def drop_in(self, queue: Queue, name: str, raw: bytes) -> None:
-        if not name or "/" in name or name in (".", ".."):
-            raise ValueError(f"not a name for a drop-in: {name!r}")
-        atomic.write(self.dir(queue) / name, raw, self.tmp_dir, durable=self.durable)
-
-    def set_aside(self, queue: Queue, name: str, reason: str) -> None:
-        """Move an unreadable file to `corrupt/`, with `NAME.reason` beside it."""
-        target = self.root / "corrupt" / name
-        if target.exists():
-            target = target.with_name(f"{name}.{time.time_ns()}")
-        reason_path = target.with_name(f"{target.name}.reason")
-        atomic.write(reason_path, f"{reason}\n".encode(), self.root / "tmp", durable=self.durable)
-        os.rename(self.dir(queue) / name, target)
-        self.log_set_aside(queue, name, reason)
-
-    # -- agents and repair ----------------------------------------------------------------
-
-    def watch(self, queues: Iterable[Queue], wake: threading.Event) -> Watch | None:
-        from riddlectl.spool.fs import wakeups  # watchdog: only for agents, not every command
-
-        return wakeups.watch([self.dir(queue) for queue in queues], wake)
+    # -- repair: what a crash left, and what doctor looks at
 
     def recover(self, committed: Committed) -> int:
         repair.sweep(self)  # temp files and claim records of agents that died
@@ -690,9 +285,6 @@ class FsSpool(Spool):
 
     def examine(self, fix: bool = False) -> list[Finding]:
         return repair.examine(self, fix)
-
-    def close(self) -> None:
-        atomic.discard_spares()
 
 
 _RANK = {queue: rank for rank, queue in enumerate(Queue)}
@@ -708,15 +300,3 @@ def _best(copy: tuple[Queue, Riddle]) -> tuple[int, int]:
 def _hashed(name: str) -> str:
 
     return "_" + hashlib.sha256(name.encode("utf-8", "surrogateescape")).hexdigest()[:32]
-
-
-def _record(raw: bytes) -> dict[str, Any]:
-    """A claim record (the holder's agent, host, pid, time, abandoned count, rev); {} when
-    there is none or it cannot be read."""
-    try:
-        record = orjson.loads(raw) if raw else {}
-    except orjson.JSONDecodeError:
-        return {}
-    if not isinstance(record, dict) or not isinstance(record.get("abandoned", 0), int):
-        return {}
-    return record

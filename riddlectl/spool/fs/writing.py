@@ -1,0 +1,164 @@
+"""Writing the directory spool: submits stored as group commits, and a claim's commit
+made durable before its source goes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
+
+from riddlectl.document import codec as documents
+from riddlectl.errors import DuplicateId
+from riddlectl.spool.contract import (
+    Claim,
+    stamp,
+)
+from riddlectl.spool.crashpoints import reach
+from riddlectl.spool.fs import atomic
+from riddlectl.spool.fs.locks import Lock
+from riddlectl.spool.states import FINAL, Queue, route
+
+if TYPE_CHECKING:
+    from riddlectl.document.model import Riddle
+
+from riddlectl.spool.fs.intake import Intake
+from riddlectl.spool.fs.layout import Token
+
+ADD_GROUP = 64  # riddles stored per group commit by `add` (each holds a lock meanwhile)
+
+
+class Writing(Intake):
+    def _store(self, queue: Queue, riddle: Riddle) -> None:
+        atomic.sync_dirs(self._store_many([(queue, riddle)]))
+
+    def _store_many(self, documents_to: Sequence[tuple[Queue, Riddle]]) -> list[str]:
+        """Write documents into their queues; returns the directories still to flush."""
+        return atomic.publish(
+            [
+                (self._file(queue, riddle.id or ""), documents.dumps(riddle))
+                for queue, riddle in documents_to
+            ],
+            self.tmp_dir,
+            durable=self.durable,
+            checkpoints=True,
+        )
+
+    def add(self, riddles: Iterable[Riddle], queue: Queue | None = None) -> None:
+        riddles = list(riddles)
+        self.refuse_duplicates(riddles)
+        stored: list[tuple[Queue, Riddle]] = []
+        try:
+            for start in range(0, len(riddles), ADD_GROUP):
+                stored += self._add_group(riddles[start : start + ADD_GROUP], queue)
+        except BaseException:
+            self._withdraw(stored)  # all or none, also when the disk fills half-way
+            raise
+
+    def restore(self, riddles: Sequence[Riddle], queue: Queue) -> None:
+        # For `copy`, which runs with no agent on the spool: no lock is needed.
+        self.refuse_duplicates(riddles)
+        atomic.sync_dirs(self._store_many([(queue, riddle) for riddle in riddles]))
+
+    def _withdraw(self, stored: Sequence[tuple[Queue, Riddle]]) -> None:
+        """Remove riddles this `add` stored, where they still lie untouched. An agent
+        cannot have moved one on meanwhile: on a full or failing disk its commit fails."""
+        for queue, riddle in stored:
+            riddle_id = riddle.id or ""
+            lock = self.lock(riddle_id)
+            if not lock.acquire(timeout=10):
+                continue
+            try:
+                current = self.read(queue, riddle_id)
+                if current is not None and current.rev == riddle.rev:
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(self._file(queue, riddle_id))
+            finally:
+                self._let_go(lock, riddle_id)
+
+    def _add_group(self, riddles: list[Riddle], queue: Queue | None) -> list[tuple[Queue, Riddle]]:
+        # Locked while checked and stored, so two submitters of one id cannot both win;
+        # stored as one group commit, so 64 riddles cost a few disk flushes, not 128.
+        locks: list[tuple[Lock, str]] = []
+        unflushed: list[str] = []
+        stored = False
+        try:
+            for riddle in riddles:
+                lock = self.lock(riddle.id or "")
+                if not lock.acquire(timeout=10):
+                    raise TimeoutError(f"{riddle.id}: still locked after 10 s")
+                locks.append((lock, riddle.id or ""))
+                if self._anywhere(riddle.id or ""):
+                    raise DuplicateId("id already in the spool", where=riddle.id, field="id")
+            placed = [(queue or route(r), stamp(r)) for r in riddles]
+            unflushed = self._store_many(placed)
+            stored = True
+        finally:
+            for lock, riddle_id in locks:
+                if stored:
+                    lock.release()
+                else:  # refused, or the disk is full: no lock file for an id never stored
+                    self._let_go(lock, riddle_id)
+        # Flushed after the locks go, so agents woken by the renames need not wait; safe,
+        # as nothing was removed, and the ids are printed only once this returns.
+        atomic.sync_dirs(unflushed)
+        return placed
+
+    def refuse_duplicates(self, riddles: Iterable[Riddle]) -> None:
+        seen: set[str] = set()
+        for riddle in riddles:
+            riddle_id = riddle.id or ""
+            if riddle_id in seen or self._anywhere(riddle_id):
+                raise DuplicateId("id already in the spool", where=riddle_id, field="id")
+            seen.add(riddle_id)
+
+    def commit(self, claim: Claim, riddle: Riddle, to: Queue) -> Riddle:
+        return self.commit_many([(claim, riddle, to)])[0]
+
+    def commit_many(self, moves: Sequence[tuple[Claim, Riddle, Queue]]) -> list[Riddle]:
+        stamped = [(claim, stamp(riddle), to) for claim, riddle, to in moves]
+        files = [(self._file(to, r.id or ""), documents.dumps(r)) for _, r, to in stamped]
+        # Measured as written, so a commit costs no serialisation more than it did.
+        self.refuse_oversize(
+            (claim, r, to, len(data))
+            for (claim, r, to), (_, data) in zip(stamped, files, strict=True)
+        )
+        # The renames are made durable before any source goes: a filesystem without a
+        # journal (this project's own ext4 has none) may write a directory's removal back
+        # before another's addition, and a crash between the two would lose the riddle.
+        atomic.sync_dirs(
+            atomic.publish(files, self.tmp_dir, durable=self.durable, checkpoints=True)
+        )
+        for claim, riddle, to in stamped:
+            token: Token = claim.token
+            if token.path != self._file(to, riddle.id or ""):
+                atomic.recycle(token.path, self.tmp_dir)
+        reach("source-removed")
+        for claim, _, to in moves:
+            self._end_claim(claim, final=to in FINAL)
+        reach("lock-released")
+        return [riddle for _, riddle, _ in stamped]
+
+    def release(self, claim: Claim) -> None:
+        self._end_claim(claim)
+
+    def delete(self, claim: Claim) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(claim.token.path)
+        if claim.open:  # the riddle is gone: so is its lock file
+            claim.open = False
+            self._let_go(claim.token.lock, claim.riddle.id or "")
+
+    def _end_claim(self, claim: Claim, *, final: bool = False) -> None:
+        if not claim.open:
+            return
+        claim.open = False
+        token: Token = claim.token
+        try:
+            if final:
+                token.lock.drop_record()
+            else:
+                token.lock.clear_record()
+        finally:  # on a read-only spool the record stays, but the lock must go
+            token.lock.release()
