@@ -16,17 +16,25 @@ server reads the log from its start, as the keeper does, and skips what it folde
 from __future__ import annotations
 
 import math
+import sqlite3
 import threading
 import time
 from collections import Counter
 from collections.abc import Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from riddlectl.spool.states import Queue
 
-if TYPE_CHECKING:
-    from riddlectl.web.index import Index
+
+class Index(Protocol):
+    """What the trends need of the table's index (`web.index.Index`): its connection,
+    and one write transaction at a time."""
+
+    def conn(self) -> sqlite3.Connection: ...
+
+    def writing(self) -> AbstractContextManager[sqlite3.Connection]: ...
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS moves (

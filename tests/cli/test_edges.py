@@ -49,9 +49,10 @@ COMMANDS: dict[str, list[str]] = {
     "copy": ["copy", "--to", "copied"],
     "metrics": ["metrics"],
     "agents": ["agents"],
+    "corrupt": ["corrupt", "list"],
 }
 # Commands that only read work on a read-only spool; the others refuse it (exit 5).
-READERS = {"status", "show", "result", "events", "schema", "copy", "metrics", "agents"}
+READERS = {"status", "show", "result", "events", "schema", "copy", "metrics", "agents", "corrupt"}
 NEEDS_NO_SPOOL = {"schema"}
 SPOOL_UNUSABLE = 5
 

@@ -19,10 +19,14 @@ from tests.web.conftest import Served, example
 def test_schemathesis_finds_nothing(served: Served, tmp_path: Path) -> None:
     with served.client() as http:
         http.post("/api/submit", json=[example(id="st-1"), example(id="st-2")])
+        paths = http.get("/openapi.json").json()["paths"]
+    operations = sum(len(verbs) for verbs in paths.values())
     st = Path(sys.executable).parent / "schemathesis"
     argv = [str(st), "run", f"{served.url}/openapi.json", "--checks", "all"]
     argv += ["--exclude-checks", "positive_data_acceptance", "--max-examples", "8"]
     argv += ["--workers", "1", "--seed", "20261203", "--generation-deterministic"]
     done = subprocess.run(argv, capture_output=True, text=True, cwd=tmp_path, timeout=300)
     assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-2000:]
-    assert "Tested: 12" in done.stdout or "Selected: 12/12" in done.stdout
+    # Every operation of the document was tested, whatever their number.
+    assert operations >= 12
+    assert f"Tested: {operations}" in done.stdout, done.stdout[-3000:]
