@@ -161,10 +161,15 @@ def doctor(
     as_json: Annotated[bool, typer.Option("--json", help="Findings as JSON.")] = False,
 ) -> None:
     """Check the spool; exit 0 when nothing is left to report, 1 otherwise."""
-    findings = examine(_acting(ctx, "doctor"), fix=fix)
+    pipeline = _acting(ctx, "doctor")
+    findings = examine(pipeline, fix=fix)
     left = [f for f in findings if not f.fixed]
     if as_json:
-        emit_json({"findings": [f.as_dict() for f in findings], "ok": not left})
+        shown: dict[str, object] = {"findings": [f.as_dict() for f in findings], "ok": not left}
+        database = pipeline.spool.health()
+        if database is not None:
+            shown["database"] = database
+        emit_json(shown)
     else:
         for f in findings:
             mark = "fixed" if f.fixed else "found"

@@ -24,6 +24,11 @@ ORDER = (
     "waiting",
     "corrupt",
     "stray",
+    "old-schema",
+    "autovacuum",
+    "dead-rows",
+    "old-transaction",
+    "connections",
 )
 
 __all__ = ["Finding", "examine"]

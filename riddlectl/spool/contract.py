@@ -308,6 +308,12 @@ class Spool(abc.ABC):
         queue. With `fix`, what is safe to mend is mended (`Finding.fixed`). Empty for
         a healthy spool. Riddles' own troubles (orphans, corrupt input) are `doctor`'s."""
 
+    def health(self) -> dict[str, Any] | None:
+        """Figures of the database under the spool, for `doctor --json` and `/metrics`
+        (dead rows, the oldest open transaction, autovacuum); None for a spool that has
+        no database. What is wrong in them `examine` reports."""
+        return None
+
     def holders(self) -> list[dict[str, Any]]:
         """The agents (and commands) holding claims in this spool now, as far as the
         spool can tell (a claim of this process may count), each as its claim record

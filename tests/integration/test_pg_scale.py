@@ -3,9 +3,17 @@
 
 from __future__ import annotations
 
+import contextlib
+import shutil
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
 import psycopg
 import pytest
 
+from riddlectl.spool.postgres import health
 from tests import pg
 from tests.conftest import Cli, example_doc
 
@@ -53,3 +61,84 @@ def test_a_bulk_submit_with_one_bad_riddle_writes_nothing_and_names_it(pg_cli: C
     assert done.err.count("\n") == 1, done.err
     assert _count(pg_cli, "riddles") == 0
     assert _count(pg_cli, "blobs") == 0
+
+
+# -- doctor on the database under the spool --------------------------------------------------
+
+
+@contextlib.contextmanager
+def _server(*options: str) -> Iterator[str]:
+    """A throwaway server of the test's own (initdb, a Unix socket), with `options`."""
+    if pg.as_postgres() is None or not pg.binary("initdb") or not pg.binary("postgres"):
+        pytest.skip("needs PostgreSQL's server (initdb, postgres) and a postgres user")
+    home = Path(tempfile.mkdtemp(prefix="riddlectl-health-"))
+    home.chmod(0o755)
+    proc = None
+    try:
+        proc = pg.start(
+            home, ["-clisten_addresses=", f"-cunix_socket_directories={home}", *options]
+        )
+        url = f"postgresql://postgres@/postgres?host={home}"
+        deadline = time.monotonic() + 60
+        while not pg.answers(url):
+            assert proc.poll() is None and time.monotonic() < deadline, "the server did not start"
+            time.sleep(0.2)
+        yield url
+    finally:
+        if proc is not None:
+            pg.stop(proc, home)
+        shutil.rmtree(home, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def healthy_server() -> Iterator[str]:
+    with _server() as url:
+        yield url
+
+
+def _doctor_cli(url: str, data_dir: Path) -> Cli:
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute('DROP SCHEMA IF EXISTS "spool" CASCADE')  # a module's server: one spool
+    cli = Cli(pg.with_schema(url, "spool"), data_dir)
+    assert cli("init").code == 0
+    return cli
+
+
+def test_doctor_is_quiet_on_a_healthy_database(healthy_server: str, data_dir: Path) -> None:
+    cli = _doctor_cli(healthy_server, data_dir)
+    done = cli("doctor")
+    assert (done.code, done.out, done.err) == (0, "", "spool is healthy\n")
+    shown = cli("doctor", "--json").json()
+    assert isinstance(shown, dict) and shown["ok"] is True
+    database = shown["database"]
+    assert database["autovacuum"] is True and database["dead_rows"] == 0
+    assert database["schema_version"] == database["schema_version_known"]
+    assert database["connections"] >= 1 and database["max_connections"] > 0
+
+
+def test_doctor_warns_when_autovacuum_is_off_for_the_server(data_dir: Path) -> None:
+    with _server("-cautovacuum=off") as url:
+        cli = _doctor_cli(url, data_dir)
+        done = cli("doctor")
+        assert done.code == 1, done.err
+        (line,) = done.out.splitlines()
+        assert line.startswith("found\tautovacuum\tserver\tautovacuum is off for the server")
+        assert "autovacuum = on" in line  # what to do
+        shown = cli("doctor", "--json").json()
+        assert isinstance(shown, dict) and shown["database"]["autovacuum"] is False
+
+
+def test_doctor_names_a_transaction_held_open(healthy_server: str, data_dir: Path) -> None:
+    cli = _doctor_cli(healthy_server, data_dir)
+    with psycopg.connect(healthy_server, application_name="forgot-to-commit") as held:
+        held.execute("SELECT txid_current()")  # a transaction with an id, left open
+        time.sleep(health.IDLE_IN_TRANSACTION + 1)
+        done = cli("doctor")
+        assert done.code == 1, done.err
+        (line,) = done.out.splitlines()
+        assert line.startswith("found\told-transaction\tpid ")
+        assert "forgot-to-commit has held a transaction open for" in line
+        assert "pg_terminate_backend" in line
+        oldest = cli("doctor", "--json").json()["database"]["oldest_transaction"]  # type: ignore[index]
+        assert oldest["application"] == "forgot-to-commit" and oldest["age"] >= 10
+    assert cli("doctor").code == 0  # ended: quiet again

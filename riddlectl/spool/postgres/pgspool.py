@@ -40,7 +40,7 @@ from riddlectl.spool.contract import (
 from riddlectl.spool.events import Committed
 from riddlectl.spool.postgres import claims as sql
 from riddlectl.spool.postgres import datastore as data
-from riddlectl.spool.postgres import schema, storing
+from riddlectl.spool.postgres import health, schema, storing
 from riddlectl.spool.postgres.db import Conn, Database
 from riddlectl.spool.postgres.events import PgEventLog
 from riddlectl.spool.postgres.extractions import PgExtractionCache
@@ -317,9 +317,14 @@ class PgSpool(Reading, Spool):
         self.reap()
         return self._events.recover(committed)
 
+    def health(self) -> dict[str, Any]:
+        with self.db.session() as conn:
+            return health.figures(conn, self.url.schema)
+
     def examine(self, fix: bool = False) -> list[Finding]:
         with self.db.session() as conn:
             rows = conn.execute(sql.DEAD_CLAIMS, self._me()).fetchall()
+            figures = health.figures(conn, self.url.schema)
         findings = [
             Finding(
                 "dead-claim",
@@ -332,7 +337,7 @@ class PgSpool(Reading, Spool):
             freed = {riddle_id for riddle_id, _ in self.reap()}
             for finding in findings:
                 finding.fixed = finding.subject in freed
-        return findings
+        return findings + health.findings(figures, self.url.schema)
 
     def data_files(
         self, riddle: Riddle, data_dir: Path
