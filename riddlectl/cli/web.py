@@ -75,4 +75,4 @@ def metrics(ctx: typer.Context) -> None:
     spool = runtime.open_spool(resolve(ctx), create=False)
     tally = Tally()
     tally.observe_all(spool.events.read())
-    typer.echo(tally.render(report.counts(spool)), nl=False)
+    typer.echo(tally.render(report.counts(spool), spool.health()), nl=False)

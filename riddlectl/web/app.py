@@ -67,8 +67,8 @@ def create_app(web: Service, guard: Guard | None = None) -> Any:
     @app.get("/metrics", response_class=PlainTextResponse, tags=["metrics"])
     def metrics() -> Response:
         """Prometheus text: riddles per queue, events per stage and outcome, failures per
-        stage, handler durations."""
-        text = web.keeper.tally.render(web.counts())
+        stage, handler durations; on PostgreSQL, dead rows and the oldest transaction."""
+        text = web.keeper.tally.render(web.counts(), web.spool.health())
         return Response(text, media_type=METRICS_TYPE)
 
     return Secure(app, guard or Guard(read_only=web.read_only))

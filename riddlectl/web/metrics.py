@@ -52,13 +52,16 @@ class Tally:
         self.sums[stage] = self.sums.get(stage, 0.0) + seconds
         self.counts[stage] += 1
 
-    def render(self, queues: Mapping[str, int]) -> str:
-        """The exposition text, with `queues` (riddles per queue, corrupt included)."""
+    def render(self, queues: Mapping[str, int], database: Mapping[str, Any] | None = None) -> str:
+        """The exposition text, with `queues` (riddles per queue, corrupt included) and
+        the figures of the database under the spool (`Spool.health`), if it has one."""
         lines = [
             "# HELP riddlectl_riddles Riddles in each queue of the spool.",
             "# TYPE riddlectl_riddles gauge",
             *(f'riddlectl_riddles{{queue="{_label(q)}"}} {n}' for q, n in queues.items()),
         ]
+        if database is not None:
+            lines += _database(database)
         with self._lock:
             lines += self._counters() + self._histogram()
         return "\n".join(lines) + "\n"
@@ -97,6 +100,24 @@ class Tally:
             lines.append(f'{name}_sum{{stage="{label}"}} {self.sums[stage]:.6f}')
             lines.append(f'{name}_count{{stage="{label}"}} {self.counts[stage]}')
         return lines
+
+
+def _database(found: Mapping[str, Any]) -> list[str]:
+    """Dead rows per table of the spool, and the age of the oldest open transaction in
+    its database (0 when none is open): what shows vacuum falling behind."""
+    oldest = found.get("oldest_transaction")
+    return [
+        "# HELP riddlectl_dead_rows Dead rows in each table of the spool, not vacuumed yet.",
+        "# TYPE riddlectl_dead_rows gauge",
+        *(
+            f'riddlectl_dead_rows{{table="{_label(name)}"}} {table["dead_rows"]}'
+            for name, table in sorted(found.get("tables", {}).items())
+        ),
+        "# HELP riddlectl_oldest_transaction_seconds Age of the oldest transaction open in "
+        "the spool's database (another session's), 0 when none is.",
+        "# TYPE riddlectl_oldest_transaction_seconds gauge",
+        f"riddlectl_oldest_transaction_seconds {float(oldest['age']) if oldest else 0.0:.3f}",
+    ]
 
 
 def _label(value: str) -> str:

@@ -142,3 +142,24 @@ def test_doctor_names_a_transaction_held_open(healthy_server: str, data_dir: Pat
         oldest = cli("doctor", "--json").json()["database"]["oldest_transaction"]  # type: ignore[index]
         assert oldest["application"] == "forgot-to-commit" and oldest["age"] >= 10
     assert cli("doctor").code == 0  # ended: quiet again
+
+
+def test_metrics_show_dead_rows_and_the_oldest_transaction(
+    healthy_server: str, data_dir: Path
+) -> None:
+    cli = _doctor_cli(healthy_server, data_dir)
+    assert cli("submit", "-", input=_lines([example_doc(id="m1")])).code == 0
+    assert cli("cancel", "m1").code == 0  # an update: one dead row, until vacuumed
+    with psycopg.connect(healthy_server, application_name="held") as held:
+        held.execute("SELECT txid_current()")
+        time.sleep(1.1)
+        text = cli("metrics").out
+    assert "# TYPE riddlectl_dead_rows gauge" in text
+    assert 'riddlectl_dead_rows{table="riddles"} ' in text
+    assert 'riddlectl_dead_rows{table="events"} ' in text
+    (age,) = [
+        line
+        for line in text.splitlines()
+        if line.startswith("riddlectl_oldest_transaction_seconds ")
+    ]
+    assert float(age.split()[1]) >= 1.0
