@@ -120,9 +120,7 @@ def _show_corrupt(
     if as_jsonl:
         emit_jsonl(files)
     elif as_json:
-        emit_json(
-            {"spool": spool.name, "counts": report.counts(spool), "corrupt": files}
-        )
+        emit_json({"spool": spool.name, "counts": report.counts(spool), "corrupt": files})
     else:
         echo("  ".join(f"{name} {n}" for name, n in report.counts(spool).items()))
         if files:

@@ -14,6 +14,7 @@ import psycopg
 import pytest
 
 from riddlectl.spool.postgres import health
+from riddlectl.spool.postgres.schema import LATEST
 from tests import pg
 from tests.conftest import Cli, example_doc
 
@@ -163,3 +164,24 @@ def test_metrics_show_dead_rows_and_the_oldest_transaction(
         if line.startswith("riddlectl_oldest_transaction_seconds ")
     ]
     assert float(age.split()[1]) >= 1.0
+
+
+def test_doctor_warns_of_a_schema_older_than_the_code(healthy_server: str, data_dir: Path) -> None:
+    pg_cli = _doctor_cli(healthy_server, data_dir)
+    with psycopg.connect(pg.without_schema(str(pg_cli.spool)), autocommit=True) as conn:
+        conn.execute(
+            f'DELETE FROM "{_schema(pg_cli)}".schema_version WHERE version = %s', (LATEST,)
+        )
+    done = pg_cli("doctor")
+    assert done.code == 1, done.err
+    (line,) = done.out.splitlines()
+    assert line.startswith("found\told-schema\t")
+    assert f"version {LATEST - 1}" in line and "run riddlectl init to migrate it" in line
+    shown = pg_cli("doctor", "--json").json()
+    assert isinstance(shown, dict) and shown["ok"] is False
+    assert [f["kind"] for f in shown["findings"]] == ["old-schema"]
+    refused = pg_cli("status")  # the other commands refuse it, as before
+    assert refused.code != 0 and "run riddlectl init to migrate it" in refused.err
+    with psycopg.connect(pg.without_schema(str(pg_cli.spool)), autocommit=True) as conn:
+        conn.execute(f'INSERT INTO "{_schema(pg_cli)}".schema_version VALUES (%s)', (LATEST,))
+    assert pg_cli("doctor").code == 0  # as `init` would have left it

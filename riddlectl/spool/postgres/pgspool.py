@@ -324,7 +324,6 @@ class PgSpool(Reading, Spool):
     def examine(self, fix: bool = False) -> list[Finding]:
         with self.db.session() as conn:
             rows = conn.execute(sql.DEAD_CLAIMS, self._me()).fetchall()
-            figures = health.figures(conn, self.url.schema)
         findings = [
             Finding(
                 "dead-claim",
@@ -337,7 +336,10 @@ class PgSpool(Reading, Spool):
             freed = {riddle_id for riddle_id, _ in self.reap()}
             for finding in findings:
                 finding.fixed = finding.subject in freed
-        return findings + health.findings(figures, self.url.schema)
+        return findings
+
+    def health_findings(self, figures: dict[str, Any]) -> list[Finding]:
+        return health.findings(figures, self.url.schema)
 
     def data_files(
         self, riddle: Riddle, data_dir: Path
