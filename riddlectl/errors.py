@@ -69,6 +69,11 @@ class SpoolUnusable(RiddleError):
     exit_code = ExitCode.SPOOL_UNUSABLE
 
 
+class SchemaOutdated(SpoolUnusable):
+    """A database spool whose schema is older than this code knows: `riddlectl init`
+    migrates it. Commands refuse it; `doctor` reports it as a finding."""
+
+
 class SpoolUnavailable(SpoolUnusable):
     """The spool cannot be used now, for a reason that may pass: a database server that is
     down, starting up, read-only or full, or that refuses this role. A one-shot command

@@ -31,7 +31,9 @@ How it measures, in this order:
    timed) with that many finished riddles copied from a real done document, then the
    `riddlectl status` command (a subprocess, median of 3) and the library calls behind
    it (`report.counts` + `report.recent` + summaries) are timed.
-7. **peers** (only with `peers`): the same pipeline on other queues, with the same
+7. **bulk submit** (only with `submit_riddles` > 0): one `riddlectl submit -` of that
+   many riddles as JSON Lines into a new spool of the same kind (`bulksubmit`).
+8. **peers** (only with `peers`): the same pipeline on other queues, with the same
    number of riddles (`riddlectl.bench.peers`), each in a fresh directory of its own.
 
 A phase where no riddle finishes for `stall_timeout` seconds stops the run: the agents
@@ -51,6 +53,8 @@ The outcome (`run_bench`; `riddlectl bench --json` prints it) has these fields:
 - `agents`: one per process: `stage`, `pid`, `cpu_s` (whole life), `peak_rss_kb`,
   `rss_kb`, `exit_code`
 - `status`: null, or `riddles`, `build_s`, `command_s`, `library_s`
+- `bulk_submit`: null, or `riddles`, `seconds`, `per_s`, `cpu_s` (the submitting
+  process's user+sys), `cpu_ms_per_riddle`, `load_average` (1 min, at its end)
 - `peers`: null, or one object per peer: `name`, `durable`, `wakeup`, `skipped` (null,
   or why: its library is missing), `error`, and `latency`, `submit`, `throughput`
   (`riddles`, `done`, `seconds`, `per_s`), `cpu`, `workers` shaped as above
@@ -67,6 +71,7 @@ from pathlib import Path
 from typing import Any
 
 from riddlectl.bench import reference
+from riddlectl.bench.bulksubmit import bulk_submit_phase
 from riddlectl.bench.measure import machine
 from riddlectl.bench.phases import pipeline_phases
 from riddlectl.bench.statustime import status_phase
@@ -83,6 +88,7 @@ def run_bench(options: BenchOptions) -> dict[str, Any]:
     out["options"] = asdict(options)
     out.update(latency=None, submit=None, throughput=None, cpu=None, agents=[], status=None)
     out["peers"] = None
+    out["bulk_submit"] = None
     with tempfile.TemporaryDirectory(prefix="riddlectl-bench-") as tmp:
         root = Path(tmp)
         bench = Bench(root, options)
@@ -110,6 +116,10 @@ def run_bench(options: BenchOptions) -> dict[str, Any]:
             template = bench.sample_done()
             out["status"] = status_phase(
                 root / "status", template, options.status_riddles, bench.data
+            )
+        if options.submit_riddles:
+            out["bulk_submit"] = bulk_submit_phase(
+                options.spool, root / "bulk", bench.data, options.submit_riddles
             )
     if options.peers:
         server = server_url(options.spool)

@@ -30,6 +30,7 @@ class BenchOptions:
     agents_per_stage: int = 1
     fsync: bool = True
     status_riddles: int = 0  # 0: do not time `status`
+    submit_riddles: int = 0  # 0: do not time one bulk submit (`bulksubmit`)
     latency_riddles: int = 100  # sent one at a time
     warmup_riddles: int = 2
     data_files: int = 8  # distinct files per variable

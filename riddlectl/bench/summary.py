@@ -90,4 +90,11 @@ def _pipeline_lines(outcome: dict[str, Any]) -> list[str]:
             f"status over {s['riddles']} riddles: {s['command_s']:.3f} s "
             f"(library {s['library_s']:.3f} s)"
         )
+    if outcome.get("bulk_submit"):
+        b = outcome["bulk_submit"]
+        lines.append(
+            f"bulk submit of {b['riddles']} riddles: {b['per_s']:.0f} riddles/s "
+            f"({b['seconds']:.2f} s), CPU {b['cpu_ms_per_riddle']:.3f} ms/riddle "
+            f"(load average {b['load_average']})"
+        )
     return lines

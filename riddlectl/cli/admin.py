@@ -17,9 +17,10 @@ from riddlectl.cli.common import (
     read_ids,
     resolve,
 )
-from riddlectl.errors import ExitCode, RiddleError
+from riddlectl.errors import ExitCode, RiddleError, SchemaOutdated
 from riddlectl.ops import admin
 from riddlectl.ops.doctor import examine
+from riddlectl.spool.contract import Finding
 from riddlectl.spool.states import Queue
 
 app = command_group()
@@ -161,10 +162,19 @@ def doctor(
     as_json: Annotated[bool, typer.Option("--json", help="Findings as JSON.")] = False,
 ) -> None:
     """Check the spool; exit 0 when nothing is left to report, 1 otherwise."""
-    findings = examine(_acting(ctx, "doctor"), fix=fix)
+    try:
+        pipeline = _acting(ctx, "doctor")
+    except SchemaOutdated as exc:  # every other command refuses it: doctor says what to do
+        pipeline, findings = None, [Finding("old-schema", exc.where or "", exc.message)]
+    else:
+        database = pipeline.spool.health()
+        findings = examine(pipeline, fix=fix, figures=database)
     left = [f for f in findings if not f.fixed]
     if as_json:
-        emit_json({"findings": [f.as_dict() for f in findings], "ok": not left})
+        shown: dict[str, object] = {"findings": [f.as_dict() for f in findings], "ok": not left}
+        if pipeline is not None and database is not None:
+            shown["database"] = database
+        emit_json(shown)
     else:
         for f in findings:
             mark = "fixed" if f.fixed else "found"

@@ -25,6 +25,10 @@ def bench(
     status_riddles: Annotated[
         int, typer.Option(help="Also time `status` over a spool this large.", min=0)
     ] = 0,
+    submit_riddles: Annotated[
+        int,
+        typer.Option(help="Also time one `submit -` of this many riddles (JSON Lines).", min=0),
+    ] = 0,
     peers: Annotated[
         str | None,
         typer.Option(
@@ -92,7 +96,9 @@ def bench(
     elif web:
         _web_bench(web_riddles, riddles, as_json, web_events)
     else:
-        _bench_pipeline(ctx, riddles, agents_per_stage, no_fsync, status_riddles, peers, as_json)
+        _bench_pipeline(
+            ctx, riddles, agents_per_stage, no_fsync, status_riddles, submit_riddles, peers, as_json
+        )
 
 
 def _bench_pipeline(
@@ -101,6 +107,7 @@ def _bench_pipeline(
     agents_per_stage: int,
     no_fsync: bool,
     status_riddles: int,
+    submit_riddles: int,
     peers: str | None,
     as_json: bool,
 ) -> None:
@@ -120,6 +127,7 @@ def _bench_pipeline(
         agents_per_stage=agents_per_stage,
         fsync=not no_fsync,
         status_riddles=status_riddles,
+        submit_riddles=submit_riddles,
         peers=chosen,
         spool=spool_location(ctx.obj or {}),
     )

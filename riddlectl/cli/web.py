@@ -83,6 +83,9 @@ def metrics(ctx: typer.Context) -> None:
         created = [r.created or r.updated or 0.0 for r in spool.iter_queue(queue)]
         oldest[queue.value] = min(created) if created else None
     text = tally.render(
-        report.counts(spool), ages(oldest, time.time()), agents.alive_per_stage(spool)
+        report.counts(spool),
+        ages(oldest, time.time()),
+        agents.alive_per_stage(spool),
+        spool.health(),
     )
     typer.echo(text, nl=False)

@@ -2,6 +2,8 @@
 
 Findings: what the spool finds wrong with its own storage (`Spool.examine`: for the
 filesystem, duplicates, stale locks, leftovers in `tmp/`, stale claim records, strays),
+what the database under a spool shows (`Spool.health`: autovacuum off, dead rows
+piling up, a transaction held open, an old schema, connections near the limit),
 orphaned sub-riddles (a parent that is gone), parents waiting on children that are gone
 or final, and input set aside as corrupt. `fix` repairs what is safe: orphans are
 detached, waiting parents are resumed, and the spool mends its own. Corrupt input is
@@ -9,6 +11,8 @@ only reported: a person decides what it was.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from riddlectl.pipeline.jobs import Pipeline
 from riddlectl.spool.contract import Finding
@@ -24,14 +28,24 @@ ORDER = (
     "waiting",
     "corrupt",
     "stray",
+    "old-schema",
+    "autovacuum",
+    "dead-rows",
+    "old-transaction",
+    "connections",
 )
 
 __all__ = ["Finding", "examine"]
 
 
-def examine(pipeline: Pipeline, fix: bool = False) -> list[Finding]:
+def examine(
+    pipeline: Pipeline, fix: bool = False, figures: dict[str, Any] | None = None
+) -> list[Finding]:
+    """Every finding; `figures`: the database's (`Spool.health`), warned of as well."""
     spool = pipeline.spool
     findings = spool.examine(fix)  # first: the family checks read what it mends
+    if figures is not None:
+        findings += spool.health_findings(figures)
     findings += family(pipeline, fix)
     findings += [Finding("corrupt", c.name, c.reason) for c in spool.corrupt_files()]
     rank = {kind: index for index, kind in enumerate(ORDER)}

@@ -336,6 +336,17 @@ class Spool(abc.ABC):
         """The agents' records: those alive now, and those gone within
         `agents.GONE_KEPT` s, each with `alive` (see `agents.shown`); the alive first."""
 
+    def health(self) -> dict[str, Any] | None:
+        """Figures of the database under the spool, for `doctor --json` and `/metrics`
+        (dead rows, the oldest open transaction, autovacuum); None for a spool that has
+        no database. What is wrong in them `health_findings` says."""
+        return None
+
+    def health_findings(self, figures: dict[str, Any]) -> list[Finding]:
+        """What `doctor` warns of in `figures` (from `health`), one finding each, with
+        what to do; never mended by `--fix` (a person changes the server)."""
+        return []
+
     def holders(self) -> list[dict[str, Any]]:
         """The agents (and commands) holding claims in this spool now, as far as the
         spool can tell (a claim of this process may count), each as its claim record

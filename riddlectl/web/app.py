@@ -70,9 +70,11 @@ def create_app(web: Service, guard: Guard | None = None) -> Any:
     def metrics() -> Response:
         """Prometheus text: riddles per queue, the age of each queue's oldest riddle,
         agents alive per stage, events per stage and outcome, failures per stage, handler
-        durations."""
+        durations; on PostgreSQL, dead rows and the oldest transaction."""
         oldest = ages(web.index.oldest(), time.time())
-        text = web.keeper.tally.render(web.counts(), oldest, web.agents_per_stage())
+        text = web.keeper.tally.render(
+            web.counts(), oldest, web.agents_per_stage(), web.spool.health()
+        )
         return Response(text, media_type=METRICS_TYPE)
 
     return Secure(app, guard or Guard(read_only=web.read_only))

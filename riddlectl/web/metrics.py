@@ -57,10 +57,12 @@ class Tally:
         queues: Mapping[str, int],
         oldest: Mapping[str, float] | None = None,
         agents: Mapping[str, int] | None = None,
+        database: Mapping[str, Any] | None = None,
     ) -> str:
         """The exposition text, with `queues` (riddles per queue, corrupt included),
-        `oldest` (the age in seconds of the oldest riddle of each queue; 0 when empty) and
-        `agents` (agents alive per stage)."""
+        `oldest` (the age in seconds of the oldest riddle of each queue; 0 when empty),
+        `agents` (agents alive per stage) and the figures of the database under the
+        spool (`Spool.health`), if it has one."""
         lines = [
             "# HELP riddlectl_riddles Riddles in each queue of the spool.",
             "# TYPE riddlectl_riddles gauge",
@@ -82,6 +84,8 @@ class Tally:
                 "# TYPE riddlectl_agents gauge",
                 *(f'riddlectl_agents{{stage="{_label(s)}"}} {n}' for s, n in agents.items()),
             ]
+        if database is not None:
+            lines += _database(database)
         with self._lock:
             lines += self._counters() + self._histogram()
         return "\n".join(lines) + "\n"
@@ -125,6 +129,24 @@ class Tally:
 def ages(oldest_created: Mapping[str, float | None], now: float) -> dict[str, float]:
     """Seconds since each queue's oldest riddle was created (0 for an empty queue)."""
     return {q: max(0.0, now - c) if c else 0.0 for q, c in oldest_created.items()}
+
+
+def _database(found: Mapping[str, Any]) -> list[str]:
+    """Dead rows per table of the spool, and the age of the oldest open transaction in
+    its database (0 when none is open): what shows vacuum falling behind."""
+    oldest = found.get("oldest_transaction")
+    return [
+        "# HELP riddlectl_dead_rows Dead rows in each table of the spool, not vacuumed yet.",
+        "# TYPE riddlectl_dead_rows gauge",
+        *(
+            f'riddlectl_dead_rows{{table="{_label(name)}"}} {table["dead_rows"]}'
+            for name, table in sorted(found.get("tables", {}).items())
+        ),
+        "# HELP riddlectl_oldest_transaction_seconds Age of the oldest transaction open in "
+        "the spool's database (another session's), 0 when none is.",
+        "# TYPE riddlectl_oldest_transaction_seconds gauge",
+        f"riddlectl_oldest_transaction_seconds {float(oldest['age']) if oldest else 0.0:.3f}",
+    ]
 
 
 def _label(value: str) -> str:

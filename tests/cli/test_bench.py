@@ -14,11 +14,11 @@ import orjson
 import pytest
 
 
-def bench_json(*args: str) -> dict[str, Any]:
+def bench_json(*args: str, global_args: tuple[str, ...] = ()) -> dict[str, Any]:
     exe = shutil.which("riddlectl", path=str(Path(sys.executable).parent))
     argv = [exe] if exe else [sys.executable, "-m", "riddlectl"]
     proc = subprocess.run(
-        [*argv, "bench", *args, "--json"],
+        [*argv, *global_args, "bench", *args, "--json"],
         capture_output=True,
         timeout=170,
         env=dict(os.environ),
@@ -114,3 +114,15 @@ def test_startup_reports_each_command_and_the_ratio() -> None:
     assert (goal["compare"], goal["limit"]) == ("<=", 1.3)
     assert goal["ratio"] == timed["ratios"]["status"]["median"]
     assert isinstance(goal["holds"], bool)
+
+
+@pytest.mark.postgres
+@pytest.mark.timeout(300)
+def test_a_bulk_submit_is_timed_on_postgresql(pg_url: str) -> None:
+    outcome = bench_json(
+        "--riddles", "5", "--submit-riddles", "500", global_args=("--spool", pg_url)
+    )
+    bulk = outcome["bulk_submit"]
+    assert bulk["riddles"] == 500
+    assert bulk["per_s"] > 0 and bulk["cpu_ms_per_riddle"] > 0 and bulk["load_average"] >= 0
+    assert outcome["options"]["submit_riddles"] == 500

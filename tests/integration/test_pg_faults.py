@@ -156,8 +156,10 @@ def test_a_role_without_rights_is_told_in_one_line(
     role = made.reader if who == "reader" else made.stranger
     done = run_one_shot(made.cli(role, data), name)
     if who == "reader" and name in READS:
-        assert done.code in (0, 5), (done.code, done.err)  # type: ignore[attr-defined]
-        if done.code == 0:  # type: ignore[attr-defined]
+        # doctor exits 1 on what it finds, such as a server with autovacuum off.
+        ran = (0, 1) if name == "doctor" else (0,)
+        assert done.code in (*ran, 5), (done.code, done.err)  # type: ignore[attr-defined]
+        if done.code in ran:  # type: ignore[attr-defined]
             assert "Traceback" not in done.err and "internal" not in done.err  # type: ignore[attr-defined]
             return
     line = refused_in_one_line(done)

@@ -61,7 +61,10 @@ def test_the_command_line_runs_a_riddle_to_done_on_postgresql(pg_cli: Cli) -> No
     assert status["counts"]["done"] == 1  # type: ignore[index]
     stages = [orjson.loads(line)["stage"] for line in pg_cli("events").out.splitlines()]
     assert stages[:1] == ["submit"] and "manage" in stages
-    assert pg_cli("doctor").code == 0
+    # Nothing wrong with the spool; the server's own settings are the server's (the
+    # shared one may run with autovacuum off, which doctor then says).
+    found = pg_cli("doctor").out.splitlines()
+    assert [line for line in found if not line.startswith("found\tautovacuum\tserver\t")] == []
 
 
 def test_a_command_on_a_schema_without_a_spool_says_to_init(pg_url: str, data_dir: Path) -> None:

@@ -42,7 +42,7 @@ from riddlectl.spool.events import Committed
 from riddlectl.spool.postgres import agents as records
 from riddlectl.spool.postgres import claims as sql
 from riddlectl.spool.postgres import datastore as data
-from riddlectl.spool.postgres import schema, storing
+from riddlectl.spool.postgres import health, schema, storing
 from riddlectl.spool.postgres.db import Conn, Database
 from riddlectl.spool.postgres.events import PgEventLog
 from riddlectl.spool.postgres.extractions import PgExtractionCache
@@ -111,10 +111,11 @@ class PgSpool(Reading, Spool):
 
     def add(self, riddles: Iterable[Riddle], queue: Queue | None = None) -> None:
         riddles = list(riddles)
-        ids = [riddle.id or "" for riddle in riddles]
-        repeated = next((i for n, i in enumerate(ids) if i in ids[:n]), None)
-        if repeated is not None:
-            raise DuplicateId("id already in the spool", where=repeated, field="id")
+        seen: set[str] = set()  # a set: a look through the ids before each grows as n²
+        for riddle in riddles:
+            if (riddle.id or "") in seen:
+                raise DuplicateId("id already in the spool", where=riddle.id or "", field="id")
+            seen.add(riddle.id or "")
         self._store([(queue or route(riddle), stamp(riddle)) for riddle in riddles])
         self._events.taken()
 
@@ -330,6 +331,10 @@ class PgSpool(Reading, Spool):
         self.reap()
         return self._events.recover(committed)
 
+    def health(self) -> dict[str, Any]:
+        with self.db.session() as conn:
+            return health.figures(conn, self.url.schema)
+
     def examine(self, fix: bool = False) -> list[Finding]:
         with self.db.session() as conn:
             rows = conn.execute(sql.DEAD_CLAIMS, self._me()).fetchall()
@@ -346,6 +351,9 @@ class PgSpool(Reading, Spool):
             for finding in findings:
                 finding.fixed = finding.subject in freed
         return findings
+
+    def health_findings(self, figures: dict[str, Any]) -> list[Finding]:
+        return health.findings(figures, self.url.schema)
 
     def data_files(
         self, riddle: Riddle, data_dir: Path

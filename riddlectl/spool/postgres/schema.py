@@ -14,7 +14,7 @@ from __future__ import annotations
 import zlib
 from typing import TYPE_CHECKING, Any
 
-from riddlectl.errors import SpoolUnusable
+from riddlectl.errors import SchemaOutdated, SpoolUnusable
 from riddlectl.spool.unusable import NO_SPOOL
 
 if TYPE_CHECKING:
@@ -181,7 +181,7 @@ def check(conn: psycopg.Connection[tuple[Any, ...]], schema: str, shown: str) ->
         raise SpoolUnusable(NO_SPOOL, where=shown)
     refuse_newer(have, shown)
     if have < LATEST:
-        raise SpoolUnusable(
+        raise SchemaOutdated(
             f"the spool's schema is version {have}, this riddlectl needs {LATEST}: "
             "run riddlectl init to migrate it",
             where=shown,
