@@ -300,8 +300,10 @@ def any_server(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Serve
 def test_dashboard_draws_its_charts(any_server: Served, page: Any) -> None:
     with any_server.client() as http:
         for n in range(3):
-            http.post("/api/submit", json={"id": f"d{n}", "riddle": {"question": "x ="}})
-        http.post("/api/cancel", json={"ids": ["d0"]})
+            made = http.post("/api/submit", json={"id": f"d{n}", "riddle": {"question": "x ="}})
+            assert made.status_code == 201, made.text
+        cancelled = http.post("/api/cancel", json={"ids": ["d0"]})
+        assert cancelled.status_code == 200, cancelled.text
     page.goto(f"{any_server.url}/app")
     for chart in ("#chart-throughput", "#chart-depth", "#chart-handlers"):
         box = page.locator(chart).bounding_box()
