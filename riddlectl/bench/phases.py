@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from riddlectl.bench.breakdown import breakdown, read_traces
 from riddlectl.bench.measure import latency_figures
 from riddlectl.bench.subject import Agents, Bench, Stalled
 from riddlectl.bench.waiting import wait_all, wait_one
@@ -15,7 +16,10 @@ from riddlectl.spool.states import Queue
 FINAL_QUEUES = (Queue.DONE, Queue.FAILED)
 
 
-def latency_phase(bench: Bench, agents: Agents, out: dict[str, Any]) -> None:
+def latency_phase(
+    bench: Bench, agents: Agents, out: dict[str, Any], submitted: dict[str, float]
+) -> None:
+    """One riddle at a time; `submitted` gets when each one's submit returned."""
     options, samples, failed = bench.options, [], 0
     # On a database, looking every 0.5 ms would be 4,000 queries a second on the server the
     # agents use: there the wait is woken by the spool's own wake-up, as an agent's is.
@@ -27,6 +31,7 @@ def latency_phase(bench: Bench, agents: Agents, out: dict[str, Any]) -> None:
             riddle_id = f"lat{index:06d}"
             sent = time.perf_counter()
             bench.submit([bench.doc(riddle_id, index)])
+            submitted[riddle_id] = time.monotonic()
             failed += wait_one(bench, riddle_id, agents.check, arrived) == "failed"
             samples.append((time.perf_counter() - sent) * 1000)
             out["latency"] = latency_figures(samples, failed, capped=False)
@@ -66,15 +71,20 @@ def throughput_phase(bench: Bench, agents: Agents, out: dict[str, Any]) -> None:
 
 
 def pipeline_phases(bench: Bench, root: Path, out: dict[str, Any]) -> None:
-    """Start the agents, run warm-up, latency and throughput; always stop the agents."""
-    agents = Agents(bench, root / "agents.log")
+    """Start the agents, run warm-up, latency and throughput; always stop the agents.
+    Then where the latency phase's time went (`breakdown`), from the agents' traces."""
+    out.setdefault("error", None)
+    traces = root / "trace"
+    agents = Agents(bench, root / "agents.log", traces)
+    submitted: dict[str, float] = {}
     try:
         for index in range(bench.options.warmup_riddles):
             bench.submit([bench.doc(f"warm{index:03d}", index)])
             wait_one(bench, f"warm{index:03d}", agents.check)
-        latency_phase(bench, agents, out)
+        latency_phase(bench, agents, out, submitted)
         throughput_phase(bench, agents, out)
     except Stalled as exc:
         out["error"] = str(exc)
     finally:
         out["agents"] = agents.stop()
+    out["breakdown"] = breakdown(read_traces(traces), submitted, bench.pipeline.events.read())
