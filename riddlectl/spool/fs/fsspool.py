@@ -272,13 +272,25 @@ class FsSpool(Spool):
             if token.path != self._file(to, riddle.id or ""):
                 atomic.recycle(token.path, self.tmp_dir)
         reach("source-removed")
-        for claim, _, to in moves:
-            self._end_claim(claim, final=to in FINAL)
+        for (claim, _, to), (_, stored, _) in zip(moves, stamped, strict=True):
+            if claim.keep and claim.open and to not in FINAL:
+                self._keep_claim(claim, stored, to)
+            else:
+                self._end_claim(claim, final=to in FINAL)
         reach("lock-released")
         return [riddle for _, riddle, _ in stamped]
 
     def release(self, claim: Claim) -> None:
         self._end_claim(claim)
+
+    def _keep_claim(self, claim: Claim, stored: Riddle, to: Queue) -> None:
+        """The lock stays held: the claim now holds the riddle as stored in `to`. Its
+        record is left as it is: should this process die before handling it again, the
+        record's rev, older than the stored one, tells that nothing was abandoned."""
+        claim.keep = False
+        claim.riddle, claim.queue, claim.abandoned = stored, to, 0
+        token: _Token = claim.token
+        token.path = self._file(to, stored.id or "")
 
     def delete(self, claim: Claim) -> None:
         with contextlib.suppress(FileNotFoundError):
