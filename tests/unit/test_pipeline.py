@@ -295,12 +295,7 @@ def test_a_parent_is_resumed_by_the_sweep_too(rig: Rig) -> None:
     rig.use("solve", parts)
     (parent_id,) = rig.submit({"riddle": {"question": "a"}})
     rig.pipeline.on_child_final = None  # as if its child's agent died after its commit
-    # A worker whose own sweep is not due: it carries the children to done in its first
-    # pass, whose sweep would otherwise resume the parent at once.
-    worker = rig.worker()
-    worker._last_sweep = time.monotonic()
-    while worker.tick():
-        pass
+    rig.drain(sweep=False)
     assert rig.queue(parent_id) is Queue.WAITING
     assert rig.pipeline.parents.results(rig.where(parent_id)[1]) is not None
     assert rig.pipeline.parents.sweep() == 1
