@@ -54,12 +54,13 @@ from riddlectl.spool.fs.events import DEFAULT_MAX_BYTES, FsEventLog
 from riddlectl.spool.fs.extractions import FsExtractionCache
 from riddlectl.spool.fs.inbox import Header, Inbox, iter_files, kind_of, list_files
 from riddlectl.spool.fs.locks import Lock
-from riddlectl.spool.states import FINAL, LAYOUT_DIRS, Queue, route
+from riddlectl.spool.states import FINAL, INBOX, LAYOUT_DIRS, Queue, route
 
 if TYPE_CHECKING:
     from riddlectl.document.model import Riddle
 
 DROP_IN_GRACE = 5.0
+INBOXES = frozenset(INBOX.values())  # the queues agents claim from
 ADD_GROUP = 64  # riddles stored per group commit by `add` (each holds a lock meanwhile)
 
 
@@ -261,12 +262,18 @@ class FsSpool(Spool):
             (claim, r, to, len(data))
             for (claim, r, to), (_, data) in zip(stamped, files, strict=True)
         )
+        unflushed = atomic.publish(files, self.tmp_dir, durable=self.durable, checkpoints=True)
+        # A riddle moving on to another stage's inbox is let go as soon as it is there
+        # (the document is flushed, the record blanked): the next stage's agent, woken by
+        # the rename, claims it while this one flushes the directory. The older copy it
+        # finds meanwhile is left for this commit to remove (`_resolve_duplicates`).
+        for claim, _, to in stamped:
+            if to in INBOXES and not claim.keep:
+                self._end_claim(claim)
         # The renames are made durable before any source goes: a filesystem without a
         # journal (this project's own ext4 has none) may write a directory's removal back
         # before another's addition, and a crash between the two would lose the riddle.
-        atomic.sync_dirs(
-            atomic.publish(files, self.tmp_dir, durable=self.durable, checkpoints=True)
-        )
+        atomic.sync_dirs(unflushed)
         for claim, riddle, to in stamped:
             token: _Token = claim.token
             if token.path != self._file(to, riddle.id or ""):
@@ -468,7 +475,7 @@ class FsSpool(Spool):
             return None
         if name != f"{riddle.id}.json":
             return self._adopt(queue, name, riddle, lock, stem)
-        return self._open_claim(queue, riddle, path, lock)
+        return self._open_claim(queue, riddle, path, lock, leave_older=True)  # an agent's
 
     def _read_claimed(self, queue: Queue, name: str, path: str) -> tuple[Riddle | None, int]:
         """The document at `path` and its inode, or None after setting an unreadable one
@@ -500,7 +507,9 @@ class FsSpool(Spool):
             self.set_aside(queue, name, f"{where}: unreadable: {type(exc).__name__}: {exc}")
         return None, info.st_ino
 
-    def _open_claim(self, queue: Queue, riddle: Riddle, path: str, lock: Lock) -> Claim | None:
+    def _open_claim(
+        self, queue: Queue, riddle: Riddle, path: str, lock: Lock, leave_older: bool = False
+    ) -> Claim | None:
         # Duplicates are looked for on every claim (a stat per queue): a crash between the
         # rename and the unlink of any commit, an agent's or a command's, leaves one.
         raw = lock.read_record()
@@ -511,7 +520,7 @@ class FsSpool(Spool):
         riddle_id = riddle.id or ""
         others = [q for q in Queue if q is not queue and os.path.exists(self._file(q, riddle_id))]
         if others:
-            if self._resolve_duplicates(queue, riddle, lock) is None:
+            if self._resolve_duplicates(queue, riddle, lock, leave_older) is None:
                 lock.release()
                 return None
             abandoned = 0  # the older copy's commit had completed: nothing was abandoned
@@ -533,8 +542,15 @@ class FsSpool(Spool):
         }
         claim.token.lock.write_record(orjson.dumps(record))
 
-    def _resolve_duplicates(self, queue: Queue, riddle: Riddle, lock: Lock) -> Riddle | None:
-        """Keep the best copy of a riddle (see `_best`); None when the claimed copy lost."""
+    def _resolve_duplicates(
+        self, queue: Queue, riddle: Riddle, lock: Lock, leave_older: bool = False
+    ) -> Riddle | None:
+        """Keep the best copy of a riddle (see `_best`); None when the claimed copy lost.
+
+        The copy kept is made durable (its directory flushed) before any other goes.
+        `leave_older`: when the claimed copy is the best, older ones in an inbox stay: most
+        likely the commit that made the claimed copy is still flushing, and removes its
+        source itself; had its agent died, whoever claims that copy removes it."""
         copies = [(queue, riddle)]
         for other in Queue:
             if other is not queue:
@@ -545,9 +561,13 @@ class FsSpool(Spool):
                 if copy is not None:
                     copies.append((other, copy))
         best = max(copies, key=_best)
-        for other, _ in copies:
-            if other is not best[0]:
-                self._path(other, riddle.id or "").unlink(missing_ok=True)
+        stale = [other for other, _ in copies if other is not best[0]]
+        if leave_older and best[0] is queue:
+            stale = [other for other in stale if other not in INBOXES]
+        if stale and self.durable:
+            atomic.fsync_dir(self.dir(best[0]))
+        for other in stale:
+            self._path(other, riddle.id or "").unlink(missing_ok=True)
         # Two copies mean the dead holder's commit was complete: nothing was abandoned.
         if best[0] in FINAL:
             lock.drop_record()
