@@ -32,7 +32,10 @@ def read_traces(directory: Path) -> list[dict[str, Any]]:
 
 
 def breakdown(
-    traces: list[dict[str, Any]], submitted: dict[str, float], events: Iterable[dict[str, Any]]
+    traces: list[dict[str, Any]],
+    submitted: dict[str, float],
+    events: Iterable[dict[str, Any]],
+    sent: dict[str, tuple[float, float]] | None = None,
 ) -> dict[str, Any] | None:
     """The medians per stage (see the module's docstring); None when nothing was traced."""
     trips: dict[str, list[dict[str, Any]]] = defaultdict(list)
@@ -62,12 +65,23 @@ def breakdown(
         for stage, figures in per_stage.items()
     }
     logged = sum(1 for event in events if event.get("id") in trips)
+    ends: dict[str, float | None] = {"submit_ms": None, "seen_ms": None}
+    if sent:  # the submit call itself, and from the last commit to the bench seeing it
+        known = [i for i in trips if i in sent]
+        if known:
+            ends["submit_ms"] = _median_ms([submitted[i] - sent[i][0] for i in known])
+            ends["seen_ms"] = _median_ms([sent[i][1] - trips[i][-1]["commit"] for i in known])
     return {
         "riddles": len(trips),
+        **ends,
         "stages": stages,
         "fsyncs_per_riddle": round(statistics.median(fsyncs), 2),
         "events_per_riddle": round(logged / len(trips), 2),
     }
+
+
+def _median_ms(seconds: list[float]) -> float:
+    return round(statistics.median(seconds) * 1000, 3)
 
 
 def render(figures: dict[str, Any] | None) -> list[str]:
@@ -83,5 +97,10 @@ def render(figures: dict[str, Any] | None) -> list[str]:
         lines.append(
             f"  {stage:9} {f['wake_ms']:8.3f} {f['claim_ms']:8.3f} {f['start_ms']:8.3f} "
             f"{f['end_ms']:8.3f} {f['commit_ms']:8.3f}"
+        )
+    if figures.get("submit_ms") is not None:
+        lines.append(
+            f"  (the submit call itself {figures['submit_ms']:.3f} ms; from the last commit "
+            f"to the bench seeing the riddle done {figures['seen_ms']:.3f} ms)"
         )
     return lines

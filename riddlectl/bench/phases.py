@@ -17,9 +17,14 @@ FINAL_QUEUES = (Queue.DONE, Queue.FAILED)
 
 
 def latency_phase(
-    bench: Bench, agents: Agents, out: dict[str, Any], submitted: dict[str, float]
+    bench: Bench,
+    agents: Agents,
+    out: dict[str, Any],
+    submitted: dict[str, float],
+    trips: dict[str, tuple[float, float]],
 ) -> None:
-    """One riddle at a time; `submitted` gets when each one's submit returned."""
+    """One riddle at a time; `submitted` gets when each one's submit returned, `trips`
+    when it was sent and when it was seen final."""
     options, samples, failed = bench.options, [], 0
     # On a database, looking every 0.5 ms would be 4,000 queries a second on the server the
     # agents use: there the wait is woken by the spool's own wake-up, as an agent's is.
@@ -30,10 +35,12 @@ def latency_phase(
         for index in range(options.latency_riddles):
             riddle_id = f"lat{index:06d}"
             sent = time.perf_counter()
+            sent_at = time.monotonic()
             bench.submit([bench.doc(riddle_id, index)])
             submitted[riddle_id] = time.monotonic()
             failed += wait_one(bench, riddle_id, agents.check, arrived) == "failed"
             samples.append((time.perf_counter() - sent) * 1000)
+            trips[riddle_id] = (sent_at, time.monotonic())
             out["latency"] = latency_figures(samples, failed, capped=False)
             if time.perf_counter() - started > options.latency_cap:
                 out["latency"]["capped"] = True
@@ -77,14 +84,16 @@ def pipeline_phases(bench: Bench, root: Path, out: dict[str, Any]) -> None:
     traces = root / "trace"
     agents = Agents(bench, root / "agents.log", traces)
     submitted: dict[str, float] = {}
+    trips: dict[str, tuple[float, float]] = {}
     try:
         for index in range(bench.options.warmup_riddles):
             bench.submit([bench.doc(f"warm{index:03d}", index)])
             wait_one(bench, f"warm{index:03d}", agents.check)
-        latency_phase(bench, agents, out, submitted)
+        latency_phase(bench, agents, out, submitted, trips)
         throughput_phase(bench, agents, out)
     except Stalled as exc:
         out["error"] = str(exc)
     finally:
         out["agents"] = agents.stop()
-    out["breakdown"] = breakdown(read_traces(traces), submitted, bench.pipeline.events.read())
+    events = bench.pipeline.events.read()
+    out["breakdown"] = breakdown(read_traces(traces), submitted, events, trips)
