@@ -265,8 +265,9 @@ class FsSpool(Spool):
         unflushed = atomic.publish(files, self.tmp_dir, durable=self.durable, checkpoints=True)
         # A riddle moving on to another stage's inbox is let go as soon as it is there
         # (the document is flushed, the record blanked): the next stage's agent, woken by
-        # the rename, claims it while this one flushes the directory. The older copy it
-        # finds meanwhile is left for this commit to remove (`_resolve_duplicates`).
+        # the rename, claims it while this one flushes the directory; the older copy it
+        # finds meanwhile it removes itself, after flushing that directory too
+        # (`_resolve_duplicates`): the two flushes of one directory mostly coincide.
         for claim, _, to in stamped:
             if to in INBOXES and not claim.keep:
                 self._end_claim(claim)
@@ -475,7 +476,7 @@ class FsSpool(Spool):
             return None
         if name != f"{riddle.id}.json":
             return self._adopt(queue, name, riddle, lock, stem)
-        return self._open_claim(queue, riddle, path, lock, leave_older=True)  # an agent's
+        return self._open_claim(queue, riddle, path, lock)
 
     def _read_claimed(self, queue: Queue, name: str, path: str) -> tuple[Riddle | None, int]:
         """The document at `path` and its inode, or None after setting an unreadable one
@@ -507,9 +508,7 @@ class FsSpool(Spool):
             self.set_aside(queue, name, f"{where}: unreadable: {type(exc).__name__}: {exc}")
         return None, info.st_ino
 
-    def _open_claim(
-        self, queue: Queue, riddle: Riddle, path: str, lock: Lock, leave_older: bool = False
-    ) -> Claim | None:
+    def _open_claim(self, queue: Queue, riddle: Riddle, path: str, lock: Lock) -> Claim | None:
         # Duplicates are looked for on every claim (a stat per queue): a crash between the
         # rename and the unlink of any commit, an agent's or a command's, leaves one.
         raw = lock.read_record()
@@ -520,7 +519,7 @@ class FsSpool(Spool):
         riddle_id = riddle.id or ""
         others = [q for q in Queue if q is not queue and os.path.exists(self._file(q, riddle_id))]
         if others:
-            if self._resolve_duplicates(queue, riddle, lock, leave_older) is None:
+            if self._resolve_duplicates(queue, riddle, lock) is None:
                 lock.release()
                 return None
             abandoned = 0  # the older copy's commit had completed: nothing was abandoned
@@ -542,15 +541,12 @@ class FsSpool(Spool):
         }
         claim.token.lock.write_record(orjson.dumps(record))
 
-    def _resolve_duplicates(
-        self, queue: Queue, riddle: Riddle, lock: Lock, leave_older: bool = False
-    ) -> Riddle | None:
+    def _resolve_duplicates(self, queue: Queue, riddle: Riddle, lock: Lock) -> Riddle | None:
         """Keep the best copy of a riddle (see `_best`); None when the claimed copy lost.
 
-        The copy kept is made durable (its directory flushed) before any other goes.
-        `leave_older`: when the claimed copy is the best, older ones in an inbox stay: most
-        likely the commit that made the claimed copy is still flushing, and removes its
-        source itself; had its agent died, whoever claims that copy removes it."""
+        The copy kept is made durable (its directory flushed) before any other goes: it
+        may be the one a commit still under way has just renamed into an inbox, its agent
+        having let go of the riddle before that flush (see `commit_many`)."""
         copies = [(queue, riddle)]
         for other in Queue:
             if other is not queue:
@@ -562,8 +558,6 @@ class FsSpool(Spool):
                     copies.append((other, copy))
         best = max(copies, key=_best)
         stale = [other for other, _ in copies if other is not best[0]]
-        if leave_older and best[0] is queue:
-            stale = [other for other in stale if other not in INBOXES]
         if stale and self.durable:
             atomic.fsync_dir(self.dir(best[0]))
         for other in stale:
