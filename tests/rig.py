@@ -77,9 +77,15 @@ class Rig:
     def worker(self, stages: Sequence[str] = STAGES) -> Worker:
         return Worker(self.pipeline, {stage: self.context(stage) for stage in stages})
 
-    def drain(self, stages: Sequence[str] = STAGES, ticks: int = 100) -> int:
-        """Tick one worker until it finds nothing to do; how many ticks did work."""
+    def drain(self, stages: Sequence[str] = STAGES, ticks: int = 100, sweep: bool = True) -> int:
+        """Tick one worker until it finds nothing to do; how many ticks did work.
+
+        `sweep=False`: the worker's own sweep of waiting parents is not due meanwhile (a
+        worker carrying sub-riddles to done within one pass would resume their parent in
+        that pass's sweep)."""
         worker = self.worker(stages)
+        if not sweep:
+            worker._last_sweep = time.monotonic()
         for done in range(ticks):
             if not worker.tick():
                 return done

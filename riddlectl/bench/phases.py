@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from riddlectl.bench.breakdown import breakdown, read_traces
 from riddlectl.bench.measure import latency_figures
 from riddlectl.bench.subject import Agents, Bench, Stalled
 from riddlectl.bench.waiting import wait_all, wait_one
@@ -15,7 +16,15 @@ from riddlectl.spool.states import Queue
 FINAL_QUEUES = (Queue.DONE, Queue.FAILED)
 
 
-def latency_phase(bench: Bench, agents: Agents, out: dict[str, Any]) -> None:
+def latency_phase(
+    bench: Bench,
+    agents: Agents,
+    out: dict[str, Any],
+    submitted: dict[str, float],
+    trips: dict[str, tuple[float, float]],
+) -> None:
+    """One riddle at a time; `submitted` gets when each one's submit returned, `trips`
+    when it was sent and when it was seen final."""
     options, samples, failed = bench.options, [], 0
     # On a database, looking every 0.5 ms would be 4,000 queries a second on the server the
     # agents use: there the wait is woken by the spool's own wake-up, as an agent's is.
@@ -26,9 +35,12 @@ def latency_phase(bench: Bench, agents: Agents, out: dict[str, Any]) -> None:
         for index in range(options.latency_riddles):
             riddle_id = f"lat{index:06d}"
             sent = time.perf_counter()
+            sent_at = time.monotonic()
             bench.submit([bench.doc(riddle_id, index)])
+            submitted[riddle_id] = time.monotonic()
             failed += wait_one(bench, riddle_id, agents.check, arrived) == "failed"
             samples.append((time.perf_counter() - sent) * 1000)
+            trips[riddle_id] = (sent_at, time.monotonic())
             out["latency"] = latency_figures(samples, failed, capped=False)
             if time.perf_counter() - started > options.latency_cap:
                 out["latency"]["capped"] = True
@@ -66,15 +78,22 @@ def throughput_phase(bench: Bench, agents: Agents, out: dict[str, Any]) -> None:
 
 
 def pipeline_phases(bench: Bench, root: Path, out: dict[str, Any]) -> None:
-    """Start the agents, run warm-up, latency and throughput; always stop the agents."""
-    agents = Agents(bench, root / "agents.log")
+    """Start the agents, run warm-up, latency and throughput; always stop the agents.
+    Then where the latency phase's time went (`breakdown`), from the agents' traces."""
+    out.setdefault("error", None)
+    traces = root / "trace"
+    agents = Agents(bench, root / "agents.log", traces)
+    submitted: dict[str, float] = {}
+    trips: dict[str, tuple[float, float]] = {}
     try:
         for index in range(bench.options.warmup_riddles):
             bench.submit([bench.doc(f"warm{index:03d}", index)])
             wait_one(bench, f"warm{index:03d}", agents.check)
-        latency_phase(bench, agents, out)
+        latency_phase(bench, agents, out, submitted, trips)
         throughput_phase(bench, agents, out)
     except Stalled as exc:
         out["error"] = str(exc)
     finally:
         out["agents"] = agents.stop()
+    events = bench.pipeline.events.read()
+    out["breakdown"] = breakdown(read_traces(traces), submitted, events, trips)

@@ -58,6 +58,12 @@ The outcome (`run_bench`; `riddlectl bench --json` prints it) has these fields:
 - `peers`: null, or one object per peer: `name`, `durable`, `wakeup`, `skipped` (null,
   or why: its library is missing), `error`, and `latency`, `submit`, `throughput`
   (`riddles`, `done`, `seconds`, `per_s`), `cpu`, `workers` shaped as above
+- `breakdown`: where the latency phase's time went, per stage (`riddlectl.bench.breakdown`)
+- `rounds` (with `peers`): riddlectl's run and the peers' in turn, `options.rounds` times
+  (A B A B, `options.pause` s between runs; the first round's figures are the ones above):
+  per round, for `riddlectl` and each peer, `p50_ms`, `per_s`, `cpu_ms`, `error`
+- `comparison` (with `peers`): per peer, for `p50_ms`, `per_s` and `cpu_ms`, riddlectl's
+  over the peer's in each round (`ratios`), their `median` and `spread` [min, max]
 - `ratios`, `targets`: see `riddlectl.bench.summary.judge`.
 """
 
@@ -65,7 +71,9 @@ from __future__ import annotations
 
 import os
 import shutil
+import statistics
 import tempfile
+import time
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -87,8 +95,7 @@ def run_bench(options: BenchOptions) -> dict[str, Any]:
     out: dict[str, Any] = {"version": 1, "error": None, "machine": machine()}
     out["options"] = asdict(options)
     out.update(latency=None, submit=None, throughput=None, cpu=None, agents=[], status=None)
-    out["peers"] = None
-    out["bulk_submit"] = None
+    out.update(peers=None, breakdown=None, rounds=None, comparison=None, bulk_submit=None)
     with tempfile.TemporaryDirectory(prefix="riddlectl-bench-") as tmp:
         root = Path(tmp)
         bench = Bench(root, options)
@@ -125,8 +132,65 @@ def run_bench(options: BenchOptions) -> dict[str, Any]:
         server = server_url(options.spool)
         if server is not None:  # the peers on PostgreSQL use the same server
             os.environ.setdefault("RIDDLECTL_BENCH_PG", server)
+        time.sleep(options.pause)
         out["peers"] = peers_phase(options)
+        out["rounds"] = [round_figures(out, out["peers"])]
+        for _ in range(1, options.rounds):  # A B A B: riddlectl again, then the peers again
+            time.sleep(options.pause)
+            again = riddlectl_round(options)
+            time.sleep(options.pause)
+            out["rounds"].append(round_figures(again, peers_phase(options)))
+        out["comparison"] = compare(out["rounds"])
     out["ratios"], out["targets"] = judge(out, options)
+    return out
+
+
+def riddlectl_round(options: BenchOptions) -> dict[str, Any]:
+    """riddlectl's pipeline once more, on a new spool: its latency, throughput and CPU."""
+    out: dict[str, Any] = {"error": None, "latency": None, "throughput": None, "cpu": None}
+    with tempfile.TemporaryDirectory(prefix="riddlectl-bench-") as tmp:
+        bench = Bench(Path(tmp), options)
+        try:
+            pipeline_phases(bench, Path(tmp), out)
+        finally:
+            remove_spool(bench.spool)
+    return out
+
+
+def _figures(run: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "p50_ms": (run.get("latency") or {}).get("p50_ms"),
+        "per_s": (run.get("throughput") or {}).get("per_s"),
+        "cpu_ms": (run.get("cpu") or {}).get("ms_per_riddle"),
+        "error": run.get("error"),
+    }
+
+
+def round_figures(mine: dict[str, Any], peers: list[dict[str, Any]]) -> dict[str, Any]:
+    """One round's p50, throughput and CPU per riddle: riddlectl's, then each peer's."""
+    figures = {"riddlectl": _figures(mine)}
+    figures.update((peer["name"], _figures(peer)) for peer in peers if not peer["skipped"])
+    return figures
+
+
+def compare(rounds: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per peer and figure, riddlectl's over the peer's in each round (each ratio from
+    runs made one after the other), with the median and the spread [min, max]."""
+    out: dict[str, Any] = {}
+    peers = [name for name in rounds[0] if name != "riddlectl"]
+    for name in peers:
+        out[name] = {}
+        for figure in ("p50_ms", "per_s", "cpu_ms"):
+            ratios = [
+                round(one["riddlectl"][figure] / one[name][figure], 3)
+                for one in rounds
+                if name in one and one["riddlectl"][figure] and one[name][figure]
+            ]
+            out[name][figure] = {
+                "ratios": ratios,
+                "median": round(statistics.median(ratios), 3) if ratios else None,
+                "spread": [min(ratios), max(ratios)] if ratios else None,
+            }
     return out
 
 

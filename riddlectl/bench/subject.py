@@ -12,7 +12,7 @@ from typing import Any
 
 import orjson
 
-from riddlectl import runtime
+from riddlectl import runtime, trace
 from riddlectl.bench.measure import cpu_seconds, process_figures, riddlectl_argv
 from riddlectl.document import codec as documents
 from riddlectl.identity import Actor
@@ -41,6 +41,13 @@ class BenchOptions:
     stall_timeout: float = 30.0  # seconds without any riddle finishing
     latency_cap: float = 15.0  # seconds for the whole latency phase (then `capped`)
     peers: tuple[str, ...] = ()  # other queues run after riddlectl (bench.peers)
+    # "agents": one `agent` process per stage (K with agents_per_stage); "run": the four
+    # stages in one `run` process, which carries a riddle from stage to stage.
+    mode: str = "agents"
+    # Rounds of riddlectl's run and the peers' in turn (A B A B), with `pause` seconds
+    # between runs, so that the disk's moods fall on both; 1 when there are no peers.
+    rounds: int = 2
+    pause: float = 1.0
     # The kind of spool to run on, given as a location (the global `--spool`): the run
     # makes a new one of that kind (`scratch_spool`: a temporary directory, or a schema
     # `riddlectl_bench_PID` on the same PostgreSQL server) and drops it at the end.
@@ -114,17 +121,24 @@ def _make_data(directory: Path, files: int) -> None:
 class Agents:
     """The real agent processes, K per stage, with their CPU and memory from /proc."""
 
-    def __init__(self, bench: Bench, log: Path) -> None:
+    def __init__(self, bench: Bench, log: Path, traces: Path | None = None) -> None:
         env = {k: v for k, v in os.environ.items() if not k.startswith("RIDDLECTL_")}
         env.pop("SOLUTION_MAX_TRIALS", None)
         env[ENV_VARS["fsync"]] = "1" if bench.options.fsync else "0"
+        if traces is not None:  # where the time goes (riddlectl.trace)
+            traces.mkdir(parents=True, exist_ok=True)
+            env[trace.ENV] = str(traces)
         base = [*riddlectl_argv(), "--spool", str(bench.spool), "--data-dir", str(bench.data)]
         self.log = log
+        commands = [(stage, [*base, "agent", stage]) for stage in STAGES]
+        commands *= bench.options.agents_per_stage
+        if bench.options.mode == "run":
+            concurrency = str(bench.options.agents_per_stage)
+            commands = [("run", [*base, "run", "--concurrency", concurrency])]
         with log.open("ab") as out:
             self.procs = [
-                (stage, subprocess.Popen([*base, "agent", stage], env=env, stdout=out, stderr=out))
-                for stage in STAGES
-                for _ in range(bench.options.agents_per_stage)
+                (stage, subprocess.Popen(argv, env=env, stdout=out, stderr=out))
+                for stage, argv in commands
             ]
 
     def check(self) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from riddlectl.bench.breakdown import render as render_breakdown
 from riddlectl.bench.measure import rounded, target
 from riddlectl.bench.peers.table import render as peer_table
 
@@ -61,7 +62,24 @@ def render(outcome: dict[str, Any]) -> str:
         mine = {**outcome, "durable": outcome["options"]["fsync"]}
         lines += ["", "the same pipeline on other queues, in this run:"]
         lines.append(peer_table(outcome["peers"], riddlectl=mine))
+    lines += _comparison_lines(outcome.get("comparison"), len(outcome.get("rounds") or ()))
     return "\n".join(lines)
+
+
+def _comparison_lines(comparison: dict[str, Any] | None, rounds: int) -> list[str]:
+    if not comparison:
+        return []
+    lines = ["", f"riddlectl over each peer, {rounds} rounds in turn: median [min, max]"]
+    names = {"p50_ms": "p50", "per_s": "riddles/s", "cpu_ms": "CPU/riddle"}
+    for peer, figures in comparison.items():
+        parts = []
+        for key, label in names.items():
+            f = figures[key]
+            if f["median"] is not None:
+                low, high = f["spread"]
+                parts.append(f"{label} {f['median']:g} [{low:g}, {high:g}]")
+        lines.append(f"  {peer:13} " + ", ".join(parts))
+    return lines
 
 
 def _pipeline_lines(outcome: dict[str, Any]) -> list[str]:
@@ -81,6 +99,7 @@ def _pipeline_lines(outcome: dict[str, Any]) -> list[str]:
             f"latency: p50 {lat['p50_ms']:.2f} ms, p99 {lat['p99_ms']:.2f} ms "
             f"({lat['riddles']} riddles{capped})"
         )
+    lines += render_breakdown(outcome.get("breakdown"))
     peaks = ", ".join(f"{a['stage']} {a['peak_rss_kb']}" for a in outcome["agents"])
     if peaks:
         lines.append(f"agents' peak RSS (kB): {peaks}")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from enum import StrEnum
 from typing import Annotated, Any
 
 import typer
@@ -11,6 +12,11 @@ from riddlectl.cli.common import command_group, emit_json, fail, guarded, quiet_
 from riddlectl.errors import ExitCode
 
 app = command_group()
+
+
+class BenchMode(StrEnum):
+    agents = "agents"
+    run = "run"
 
 
 @app.command()
@@ -22,6 +28,19 @@ def bench(
     ] = 2000,
     agents_per_stage: Annotated[int, typer.Option(help="Agent processes per stage.", min=1)] = 1,
     no_fsync: Annotated[bool, typer.Option("--no-fsync", help="Writes without fsync.")] = False,
+    mode: Annotated[
+        BenchMode,
+        typer.Option(
+            help="agents: one `agent` process per stage; run: every stage in one `run` process."
+        ),
+    ] = BenchMode.agents,
+    rounds: Annotated[
+        int,
+        typer.Option(
+            help="With --peers: riddlectl's run and the peers' in turn, this many times.",
+            min=1,
+        ),
+    ] = 2,
     status_riddles: Annotated[
         int, typer.Option(help="Also time `status` over a spool this large.", min=0)
     ] = 0,
@@ -96,15 +115,16 @@ def bench(
     elif web:
         _web_bench(web_riddles, riddles, as_json, web_events)
     else:
+        shape = {"mode": mode.value, "rounds": rounds, "agents_per_stage": agents_per_stage}
         _bench_pipeline(
-            ctx, riddles, agents_per_stage, no_fsync, status_riddles, submit_riddles, peers, as_json
+            ctx, riddles, shape, no_fsync, status_riddles, submit_riddles, peers, as_json
         )
 
 
 def _bench_pipeline(
     ctx: typer.Context,
     riddles: int,
-    agents_per_stage: int,
+    shape: dict[str, Any],
     no_fsync: bool,
     status_riddles: int,
     submit_riddles: int,
@@ -124,7 +144,7 @@ def _bench_pipeline(
         fail(f"--peers: {exc}", ExitCode.USAGE)
     options = benchmark.BenchOptions(
         riddles=riddles,
-        agents_per_stage=agents_per_stage,
+        **shape,
         fsync=not no_fsync,
         status_riddles=status_riddles,
         submit_riddles=submit_riddles,

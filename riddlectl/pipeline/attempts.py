@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from riddlectl import inflight
+from riddlectl import inflight, trace
 from riddlectl.document.codec import size_of
 from riddlectl.document.model import Riddle
 from riddlectl.errors import HandlerFailed, HandlerRefused, InvalidData, RiddleError
@@ -51,9 +51,15 @@ class Attempts:
         ctx: StageContext,
         stop: threading.Event | None = None,
         on_slow: Callable[[], None] | None = None,
+        carried: dict[Queue, list[Claim]] | None = None,
     ) -> list[Riddle]:
         """Run `stage` on claimed riddles one by one, committing their moves in groups;
         the riddles as stored.
+
+        With `carried`, a riddle moved on to one of its queues (the inboxes of the other
+        stages this process runs) keeps its claim when the spool can keep it
+        (`Claim.keep`): the claim, now on the riddle as stored there, is added to that
+        queue's list instead of ending, for the caller to run the next stage on at once.
 
         A group is committed when `GROUP_WINDOW` has passed since its first riddle was
         handled, so a slow handler does not hold back the riddles before it; when a handler
@@ -62,7 +68,7 @@ class Attempts:
         here: committed, or given back unchanged when `stop` is set, when the agent stops
         the handler (`HandlerStopped`), or on an error.
         """
-        batch = _Batch(self, list(claims), stage, ctx)
+        batch = _Batch(self, list(claims), stage, ctx, carried)
         try:
             with inflight.when_slow(lambda: batch.give_back(on_slow)):
                 batch.run(stop)
@@ -106,9 +112,11 @@ class Attempts:
     def _handle(self, claim: Claim, riddle: Riddle, stage: Stage, ctx: StageContext) -> Move:
         reach("claimed")
         started = time.monotonic()
+        trace.started(riddle.id)
         try:
             with self.ledger.spool.data_files(riddle, ctx.data_dir) as place:
                 outcome = stage.run(riddle, replace(ctx, place=place))
+            trace.ended(riddle.id)
         except (HandlerRefused, InvalidData) as exc:
             return self.ledger.prepare(
                 claim,
@@ -191,8 +199,14 @@ class _Batch:
     """Claims handled one by one in one thread, their moves committed in groups."""
 
     def __init__(
-        self, attempts: Attempts, claims: list[Claim], stage: Stage, ctx: StageContext
+        self,
+        attempts: Attempts,
+        claims: list[Claim],
+        stage: Stage,
+        ctx: StageContext,
+        carried: dict[Queue, list[Claim]] | None = None,
     ) -> None:
+        self.carried = carried
         self.attempts = attempts
         self.spool = attempts.ledger.spool
         self.claims = claims
@@ -225,11 +239,37 @@ class _Batch:
 
     def flush(self) -> None:
         group, self.group = self.group, []
+        wanted: list[Move] = []
+        if self.carried is not None:
+            for move in group:  # onward to a stage this process runs: keep the claim
+                if move.to in self.carried and move.to is not move.claim.queue:
+                    move.claim.keep = True
+                    wanted.append(move)
         try:
             self.stored += self.attempts.ledger.commit(group)
         except BaseException:
+            self._unkeep(wanted)
             self.group = [m for m in group if m.claim.open] + self.group
             raise
+        for move in wanted:
+            # The spool took the request (reset `keep`) and kept the claim open on `to`.
+            if move.claim.open and not move.claim.keep and self.carried is not None:
+                self.carried[move.to].append(move.claim)
+            move.claim.keep = False
+
+    def _unkeep(self, wanted: list[Move]) -> None:
+        """A commit failed part way: claims the spool kept are given up (their riddles
+        are committed: the next claim finds them where they went), the rest not kept."""
+        for move in wanted:
+            if move.claim.open and not move.claim.keep:
+                with contextlib.suppress(OSError):
+                    self.spool.release(move.claim)
+            move.claim.keep = False
+
+    def _carried(self, claim: Claim) -> bool:
+        return self.carried is not None and any(
+            claim is kept for kept in self.carried.get(claim.queue, ())
+        )
 
     def give_back(self, then: Callable[[], None] | None) -> None:
         """A handler call turned slow: commit what is handled, give back what is not
@@ -245,7 +285,7 @@ class _Batch:
 
     def release(self) -> None:
         for claim in self.claims:
-            if claim.open:
+            if claim.open and not self._carried(claim):
                 with contextlib.suppress(OSError):
                     self.spool.release(claim)
 

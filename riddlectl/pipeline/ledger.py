@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from riddlectl import trace
 from riddlectl.document.codec import make_room
 from riddlectl.document.events import MAX_HISTORY, Event
 from riddlectl.document.model import Riddle
@@ -133,6 +134,7 @@ class Ledger:
         if not moves:
             return []
         moves = list(moves)
+        fsyncs = trace.before_commit()
         for attempt in range(3):
             events = [event for move in moves for event in move.events]
             try:
@@ -145,6 +147,7 @@ class Ledger:
                     raise
                 moves = [self._refitted(move, exc.sizes) for move in moves]
         reach("event-logged")
+        trace.committed([(move.riddle.id, move.stage) for move in moves], fsyncs)
         for move, riddle in zip(moves, stored, strict=True):
             if self.on_move is not None:
                 self.on_move(riddle.id or "", move.to)

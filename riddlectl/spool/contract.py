@@ -52,6 +52,11 @@ class Claim:
     # Its commit is stored whatever its size: set for the failure of a document stored
     # before the size limit was lowered, which may not fit under the new one.
     unbounded: bool = False
+    # Asks the spool to keep holding the riddle after its next commit (to a queue that is
+    # not final), the claim then standing for the riddle as stored there, so that the
+    # process goes on with it without claiming it again. A spool that cannot ends the
+    # claim as usual (`open` tells which happened).
+    keep: bool = False
 
 
 class DataPlace:

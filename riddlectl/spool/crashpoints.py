@@ -5,7 +5,9 @@ environment); the process then ends with `os._exit(CRASH_EXIT)`, as abruptly as
 `kill -9`: no cleanup, no flush, no lock released by Python (the kernel releases them).
 
 Points, in the order a commit passes them: `claimed`, `handled`, `temp-written`,
-`flushed`, `renamed`, `source-removed`, `lock-released`, `event-logged`.
+`flushed`, `renamed`, `source-removed`, `lock-released`, `event-logged`. And `carried`
+(`CARRIED`), only in a process running several stages: a riddle it has just committed
+is about to go on to the next stage in the same process, its claim kept.
 """
 
 from __future__ import annotations
@@ -25,6 +27,9 @@ POINTS = (
     "lock-released",
     "event-logged",
 )
+
+
+CARRIED = "carried"
 
 
 @cache

@@ -167,7 +167,7 @@ def test_doctor_resumes_a_parent_left_waiting(rig: Rig) -> None:
     rig.use("solve", parts)
     (parent_id,) = rig.submit({"riddle": {"question": "a"}})
     rig.pipeline.on_child_final = None  # as if its child's agent died after its commit
-    rig.drain()
+    rig.drain(sweep=False)
     (finding,) = doctor.family(rig.pipeline)
     assert (finding.kind, finding.subject) == ("waiting", parent_id)
     assert doctor.family(rig.pipeline, fix=True)[0].fixed

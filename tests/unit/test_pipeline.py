@@ -295,7 +295,7 @@ def test_a_parent_is_resumed_by_the_sweep_too(rig: Rig) -> None:
     rig.use("solve", parts)
     (parent_id,) = rig.submit({"riddle": {"question": "a"}})
     rig.pipeline.on_child_final = None  # as if its child's agent died after its commit
-    rig.drain()
+    rig.drain(sweep=False)
     assert rig.queue(parent_id) is Queue.WAITING
     assert rig.pipeline.parents.results(rig.where(parent_id)[1]) is not None
     assert rig.pipeline.parents.sweep() == 1

@@ -25,6 +25,7 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
+from riddlectl import trace
 from riddlectl.identity import hostname
 from riddlectl.spool.crashpoints import reach
 
@@ -59,6 +60,7 @@ def fsync_dir(directory: Path | str) -> None:
     fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
     try:
         os.fsync(fd)
+        trace.synced()
     finally:
         os.close(fd)
 
@@ -228,9 +230,11 @@ def _flush(fds: list[int]) -> None:
     """
     syncfs = _syncfs() if len(fds) > 1 else None
     if syncfs is not None and syncfs(fds[0]) == 0:
+        trace.synced()
         return
     for fd in fds:
         os.fsync(fd)
+    trace.synced(len(fds))
 
 
 @functools.cache

@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 
 from riddlectl.spool.contract import Finding
 from riddlectl.spool.events import Committed
-from riddlectl.spool.fs import repair
+from riddlectl.spool.fs import atomic, repair
 from riddlectl.spool.fs.layout import DROP_IN_GRACE, Token, _record
 from riddlectl.spool.fs.writing import Writing
 
@@ -163,7 +163,11 @@ class FsSpool(Writing):
         claim.token.lock.write_record(orjson.dumps(record))
 
     def _resolve_duplicates(self, queue: Queue, riddle: Riddle, lock: Lock) -> Riddle | None:
-        """Keep the best copy of a riddle (see `_best`); None when the claimed copy lost."""
+        """Keep the best copy of a riddle (see `_best`); None when the claimed copy lost.
+
+        The copy kept is made durable (its directory flushed) before any other goes: it
+        may be the one a commit still under way has just renamed into an inbox, its agent
+        having let go of the riddle before that flush (see `Writing.commit_many`)."""
         copies = [(queue, riddle)]
         for other in Queue:
             if other is not queue:
@@ -174,9 +178,11 @@ class FsSpool(Writing):
                 if copy is not None:
                     copies.append((other, copy))
         best = max(copies, key=_best)
-        for other, _ in copies:
-            if other is not best[0]:
-                self._path(other, riddle.id or "").unlink(missing_ok=True)
+        stale = [other for other, _ in copies if other is not best[0]]
+        if stale and self.durable:
+            atomic.fsync_dir(self.dir(best[0]))
+        for other in stale:
+            self._path(other, riddle.id or "").unlink(missing_ok=True)
         # Two copies mean the dead holder's commit was complete: nothing was abandoned.
         if best[0] in FINAL:
             lock.drop_record()

@@ -25,6 +25,7 @@ from riddlectl.document.codec import MAX_DOCUMENT_BYTES, read_raw
 from riddlectl.spool.dropins import ignored
 
 RESCAN = 0.25  # seconds a backlog is trusted before the directory is listed again
+ARRIVALS_KEPT = 16  # names of arrivals remembered per directory, for the next claim
 UNREADABLE = 2**62  # the priority of a file whose header cannot be read: it goes first
 
 
@@ -63,6 +64,37 @@ def iter_entries(directory: str) -> Iterator[os.DirEntry[str]]:
             yield from (e for e in entries if not ignored(e.name))
     except FileNotFoundError:
         return
+
+
+# The names a wake-up reported as arriving, per directory (`wakeups` fills it, from the
+# inotify events, which carry the name): a claim at low load tries them without listing
+# the directory, whose listing waits while the agent that renamed the file into it is
+# still flushing that directory (the flush holds the directory's lock).
+_arrivals: dict[str, deque[str]] = {}
+
+
+def arrived(directory: str, name: str) -> None:
+    """A file named `name` arrived in `directory` (a hint: it may be gone already)."""
+    names = _arrivals.get(directory)
+    if names is None:
+        names = _arrivals.setdefault(directory, deque(maxlen=ARRIVALS_KEPT))
+    names.append(name)
+
+
+def _take_arrivals(directory: str, limit: int) -> list[str]:
+    """The names that arrived since the last look, when they are no more than `limit`
+    (more means the queue is busy: then its listing, in claim order, is worth it)."""
+    names = _arrivals.get(directory)
+    if not names:
+        return []
+    taken: list[str] = []
+    while names:
+        try:
+            taken.append(names.popleft())
+        except IndexError:  # taken by another thread meanwhile
+            break
+    taken = list(dict.fromkeys(taken))
+    return taken if len(taken) <= limit else []
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,7 +144,12 @@ class Inbox:
         self.size = 0
 
     def candidates(self, now: float, limit: int = 1) -> deque[str]:
-        """Names to try, best first: the current backlog, or a fresh scan's."""
+        """Names to try, best first: the current backlog, the few that just arrived (see
+        `arrived`), or a fresh scan's."""
+        hinted = _take_arrivals(self.directory, limit)
+        if hinted and not self.backlog:
+            self.backlog = deque(hinted)  # the claim orders what it took
+            return self.backlog
         if not self.backlog or time.monotonic() - self.scanned > RESCAN:
             self._scan(now, limit)
         return self.backlog

@@ -29,6 +29,7 @@ from watchdog.events import (
 from watchdog.observers import Observer
 
 from riddlectl.spool.contract import Watch
+from riddlectl.spool.fs.inbox import arrived
 
 ARRIVALS = [FileCreatedEvent, FileMovedEvent, FileClosedEvent]
 
@@ -66,16 +67,23 @@ class _InotifyWatch:
             | InotifyConstants.IN_ONLYDIR
         )
         self.watches = []
+        self.directories: dict[object, str] = {}  # watch descriptor -> directory
         try:
             for directory in directories:
                 descriptor = self.reader.add_callback(os.fsencode(directory), mask, self, self.id)
                 self.watches.append((descriptor, self.id))
+                self.directories[descriptor] = directory
         except BaseException:
             self.stop()
             raise
 
     # watchdog's WatchCallback protocol
     def on_event(self, event: object) -> None:
+        # The event names the file: the claim tries it before listing the directory.
+        name = getattr(event, "name", b"")
+        directory = self.directories.get(getattr(event, "wd", None))
+        if name and directory is not None:
+            arrived(directory, os.fsdecode(name))
         self.wake.set()
 
     def on_watch_deleted(self, descriptor: object) -> None:

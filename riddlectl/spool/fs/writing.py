@@ -18,7 +18,7 @@ from riddlectl.spool.contract import (
 from riddlectl.spool.crashpoints import reach
 from riddlectl.spool.fs import atomic
 from riddlectl.spool.fs.locks import Lock
-from riddlectl.spool.states import FINAL, Queue, route
+from riddlectl.spool.states import FINAL, INBOX, Queue, route
 
 if TYPE_CHECKING:
     from riddlectl.document.model import Riddle
@@ -27,6 +27,7 @@ from riddlectl.spool.fs.intake import Intake
 from riddlectl.spool.fs.layout import Token
 
 ADD_GROUP = 64  # riddles stored per group commit by `add` (each holds a lock meanwhile)
+INBOXES = frozenset(INBOX.values())  # the queues agents claim from
 
 
 class Writing(Intake):
@@ -124,24 +125,43 @@ class Writing(Intake):
             (claim, r, to, len(data))
             for (claim, r, to), (_, data) in zip(stamped, files, strict=True)
         )
+        unflushed = atomic.publish(files, self.tmp_dir, durable=self.durable, checkpoints=True)
+        # A riddle moving on to another stage's inbox is let go as soon as it is there
+        # (the document is flushed, the record blanked): the next stage's agent, woken by
+        # the rename, claims it while this one flushes the directory; the older copy it
+        # finds meanwhile it removes itself, after flushing that directory too
+        # (`_resolve_duplicates`): the two flushes of one directory mostly coincide.
+        for claim, _, to in stamped:
+            if to in INBOXES and not claim.keep:
+                self._end_claim(claim)
         # The renames are made durable before any source goes: a filesystem without a
         # journal (this project's own ext4 has none) may write a directory's removal back
         # before another's addition, and a crash between the two would lose the riddle.
-        atomic.sync_dirs(
-            atomic.publish(files, self.tmp_dir, durable=self.durable, checkpoints=True)
-        )
+        atomic.sync_dirs(unflushed)
         for claim, riddle, to in stamped:
             token: Token = claim.token
             if token.path != self._file(to, riddle.id or ""):
                 atomic.recycle(token.path, self.tmp_dir)
         reach("source-removed")
-        for claim, _, to in moves:
-            self._end_claim(claim, final=to in FINAL)
+        for (claim, _, to), (_, stored, _) in zip(moves, stamped, strict=True):
+            if claim.keep and claim.open and to not in FINAL:
+                self._keep_claim(claim, stored, to)
+            else:
+                self._end_claim(claim, final=to in FINAL)
         reach("lock-released")
         return [riddle for _, riddle, _ in stamped]
 
     def release(self, claim: Claim) -> None:
         self._end_claim(claim)
+
+    def _keep_claim(self, claim: Claim, stored: Riddle, to: Queue) -> None:
+        """The lock stays held: the claim now holds the riddle as stored in `to`. Its
+        record is left as it is: should this process die before handling it again, the
+        record's rev, older than the stored one, tells that nothing was abandoned."""
+        claim.keep = False
+        claim.riddle, claim.queue, claim.abandoned = stored, to, 0
+        token: Token = claim.token
+        token.path = self._file(to, stored.id or "")
 
     def delete(self, claim: Claim) -> None:
         with contextlib.suppress(FileNotFoundError):
