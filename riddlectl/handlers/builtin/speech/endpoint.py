@@ -115,12 +115,7 @@ class TranscribeExtractor:
             language=LANGUAGE,
             listened_for=list(names),
             recogniser={"model": self.model, "segments": segments},
-            audio={
-                "rate": fmt.rate,
-                "channels": fmt.channels,
-                "bits": fmt.bits,
-                "seconds": round(fmt.seconds, 3),
-            },
+            audio=fmt.described(),
         )
         return found
 

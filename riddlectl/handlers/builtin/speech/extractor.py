@@ -81,12 +81,7 @@ class SpeechExtractor:
             confidence=heard.confidence,
             language="en",
             listened_for=list(names),
-            audio={
-                "rate": fmt.rate,
-                "channels": fmt.channels,
-                "bits": fmt.bits,
-                "seconds": round(fmt.seconds, 3),
-            },
+            audio=fmt.described(),
         )
         return found
 

@@ -49,6 +49,15 @@ class WavFormat:
     def seconds(self) -> float:
         return self.data_bytes / (self.frame_bytes * self.rate)
 
+    def described(self) -> dict[str, float | int]:
+        """The recording as an extraction tells it (`audio`)."""
+        return {
+            "rate": self.rate,
+            "channels": self.channels,
+            "bits": self.bits,
+            "seconds": round(self.seconds, 3),
+        }
+
 
 def read_wav(path: str, max_seconds: float) -> tuple[WavFormat, np.ndarray]:
     """The format and the samples (float64 in [-1, 1], mono) of the WAV file ``path``.
