@@ -277,3 +277,13 @@ def final(cli: Cli, riddle_id: str) -> tuple[str, dict]:
 def write_json(path: Path, value: object) -> Path:
     path.write_bytes(orjson.dumps(value))
     return path
+
+
+def spool_findings(cli: Cli) -> list[str]:
+    """What `doctor` finds wrong with the spool itself: the database server's own settings
+    are left out (the shared test server may run with autovacuum off, which doctor says)."""
+    return [
+        line
+        for line in cli("doctor").out.splitlines()
+        if not line.startswith("found\tautovacuum\tserver\t")
+    ]

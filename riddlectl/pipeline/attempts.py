@@ -273,10 +273,15 @@ class _Batch:
 
     def give_back(self, then: Callable[[], None] | None) -> None:
         """A handler call turned slow: commit what is handled, give back what is not
-        started, so that other workers move them on meanwhile."""
+        started and what was to be carried on to the next stage, so that other workers
+        move them on meanwhile; the rest of this batch carries nothing."""
         with contextlib.suppress(OSError):  # on a full disk: committed later, or given back
             self.flush()
-        for claim in self.claims[self.current + 1 :]:
+        carried, self.carried = self.carried, None
+        onward = [claim for kept in (carried or {}).values() for claim in kept]
+        for kept in (carried or {}).values():
+            kept.clear()
+        for claim in [*self.claims[self.current + 1 :], *onward]:
             if claim.open:
                 with contextlib.suppress(OSError):
                     self.spool.release(claim)

@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from riddlectl.errors import SpoolUnusable
 from riddlectl.web import index as indexing
 from riddlectl.web import trends
 from riddlectl.web.metrics import Tally
@@ -114,16 +115,19 @@ class Keeper:
         return len(dirty)
 
     def _guarded(self, step: Callable[..., int], *args: Any) -> int:
-        # A spool that cannot be read for a moment (a full disk, a queue being repaired)
-        # must not end the watcher: the next batch or reconcile catches up.
-        with contextlib.suppress(OSError):
+        # A spool that cannot be read for a moment (a full disk, a queue being repaired,
+        # a database restarting) must not end the watcher: the next batch or reconcile
+        # catches up.
+        with contextlib.suppress(OSError, SpoolUnusable):
             return step(*args)
         return 0
 
     def _announce(self) -> None:
         self.version += 1
         for listener in list(self.listeners):
-            listener(self.version)
+            # A tab told nothing now is told at the next change, or by its own reload.
+            with contextlib.suppress(OSError, SpoolUnusable):
+                listener(self.version)
 
 
 def _stale(placed: tuple[str, int] | None, to: str | None, rev: int) -> bool:

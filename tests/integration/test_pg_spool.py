@@ -24,7 +24,7 @@ from riddlectl.spool.postgres.pgspool import PgSpool
 from riddlectl.spool.postgres.schema import LATEST
 from riddlectl.spool.states import Queue
 from tests import pg
-from tests.conftest import Cli, example_doc
+from tests.conftest import Cli, example_doc, spool_findings
 from tests.contract.conftest import riddle
 from tests.rig import until
 
@@ -63,8 +63,7 @@ def test_the_command_line_runs_a_riddle_to_done_on_postgresql(pg_cli: Cli) -> No
     assert stages[:1] == ["submit"] and "manage" in stages
     # Nothing wrong with the spool; the server's own settings are the server's (the
     # shared one may run with autovacuum off, which doctor then says).
-    found = pg_cli("doctor").out.splitlines()
-    assert [line for line in found if not line.startswith("found\tautovacuum\tserver\t")] == []
+    assert spool_findings(pg_cli) == []
 
 
 def test_a_command_on_a_schema_without_a_spool_says_to_init(pg_url: str, data_dir: Path) -> None:
