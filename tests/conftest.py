@@ -56,9 +56,12 @@ MARK_BY_IMPORT = {
 
 
 # Tests that share one costly thing per process, for one xdist worker under `--dist
-# loadgroup`: one llama.cpp server, one Chromium. (pytest-xdist 3.8 ignores the groups
-# under pytest 9.2, pytest-xdist#1386: the test extra keeps pytest below 9.2.)
-GROUP_BY_MARK = {"model": "model", "browser": "browser"}
+# loadgroup`: one llama.cpp server, one Chromium; and every test of the shared PostgreSQL
+# server on one worker, as some end other sessions on it (a server restart, an
+# administrator's command) and would end another worker's too. A browser test on
+# PostgreSQL goes with PostgreSQL (the first mark found wins). (pytest-xdist 3.8 ignores
+# the groups under pytest 9.2, pytest-xdist#1386: the test extra keeps pytest below 9.2.)
+GROUP_BY_MARK = {"postgres": "postgres", "model": "model", "browser": "browser"}
 
 
 # First: before `-m` deselects by marker and before xdist reads the groups.
