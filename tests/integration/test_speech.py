@@ -124,7 +124,7 @@ def test_what_is_not_a_readable_wav_is_refused(tmp_path: Path, content: bytes, r
 # -- through the command ----------------------------------------------------------------------
 
 
-def seed_riddle(riddle_id: str, z_file: str) -> dict:
+def seed_riddle(riddle_id: str, z_file: str = "z.wav") -> dict:
     return {
         "id": riddle_id,
         "riddle": {"question": "x * y + z ="},

@@ -21,6 +21,7 @@ from riddlectl.bench.extractors.speech import TOOLS, synthesise
 from tests import tether
 from tests.conftest import Cli, final, submit_documents
 from tests.endpoint import Endpoint, Scripted, serving
+from tests.integration.test_speech import seed_riddle
 
 pytestmark = pytest.mark.skipif(
     any(shutil.which(tool) is None for tool in TOOLS),
@@ -68,16 +69,6 @@ def endpoint() -> Iterator[Endpoint]:
         yield server
 
 
-def seed_riddle(riddle_id: str, z_file: str = "z.wav") -> dict:
-    return {
-        "id": riddle_id,
-        "riddle": {"question": "x * y + z ="},
-        "data": [
-            {"type": "text", "file_plain": "example/x.txt"},
-            {"type": "text", "file_plain": "example/y.txt"},
-            {"type": "audio", "file_plain": z_file},
-        ],
-    }
 
 
 def run(cli: Cli, base: str, *handlers: str, env: dict[str, str] | None = None) -> None:
