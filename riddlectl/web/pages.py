@@ -61,13 +61,22 @@ def _table(request: Request) -> dict[str, Any]:
 
 @router.get("/table", response_class=HTMLResponse)
 def table(request: Request) -> HTMLResponse:
-    return render(request, "table.html", **_table(request), sorts=tables.SORTS)
+    drawn = _live_version(request)
+    return render(request, "table.html", **_table(request), sorts=tables.SORTS, live_version=drawn)
 
 
 @router.get("/table/rows", response_class=HTMLResponse)
 def table_rows(request: Request) -> HTMLResponse:
     """The part of the table a live update swaps: counts, rows, the next-page link."""
     return render(request, "rows.html", **_table(request))
+
+
+def _live_version(request: Request) -> int:
+    """The index version a live page is drawn from, read before its rows are: the tab's
+    stream may open after the next change is told, and its first event must then still
+    differ from what the page shows (else the tab would wait for yet another change)."""
+    hub: Hub = request.app.state.hub
+    return hub.version
 
 
 @router.get("/live")
@@ -277,7 +286,8 @@ async def upload(request: Request) -> HTMLResponse:
 @router.get("", response_class=HTMLResponse)
 def dashboard(request: Request, window: str = "hour") -> HTMLResponse:
     """Trends over the last hour, day or week, redrawn while the page is open."""
-    return render(request, "dashboard.html", **_charts(request, window))
+    drawn = _live_version(request)
+    return render(request, "dashboard.html", **_charts(request, window), live_version=drawn)
 
 
 @router.get("/dashboard/charts", response_class=HTMLResponse)

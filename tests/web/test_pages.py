@@ -4,9 +4,11 @@ and a question), and the live stream."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import httpx
+import orjson
 
 from tests.web.conftest import Served, example
 
@@ -229,3 +231,26 @@ def test_corrupt_page_lists_edits_and_resubmits(served: Served) -> None:
         )
         assert done.status_code == 303 and done.headers["location"] == "/app/riddle/broken"
         assert http.get("/api/corrupt").json() == []
+
+
+def test_a_page_says_which_version_it_shows_so_a_late_stream_still_redraws_it(
+    served: Served,
+) -> None:
+    """A tab whose stream opens after a change it did not show must still redraw: the page
+    carries the index version it was drawn from, and the stream's first event differs."""
+    with served.client() as http:
+        for page in ("/app", "/app/table"):
+            drawn = _drawn_version(http.get(page).text)
+            http.post("/api/submit", json=example(id=f"late-{page.count('/')}"))
+            with httpx.stream("GET", f"{served.url}/app/live", timeout=5) as stream:
+                lines = stream.iter_lines()
+                first = orjson.loads(_next_data(lines).removeprefix("data:"))
+                while first["version"] == drawn:  # the change is told within a batch or two
+                    first = orjson.loads(_next_data(lines).removeprefix("data:"))
+            assert first["version"] > drawn
+
+
+def _drawn_version(page: str) -> int:
+    found = re.search(r'data-live="/app/live" data-version="(\d+)"', page)
+    assert found, "the live part of the page names no version"
+    return int(found.group(1))

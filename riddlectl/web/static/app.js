@@ -12,7 +12,9 @@
     var source = null;
     var wanted = localStorage.getItem(LIVE_KEY) !== "off";
     if (toggle) toggle.checked = wanted;
-    var seen = null;
+    // The version the page was drawn from: a change told before the stream opened
+    // differs from it, and redraws the page at once.
+    var seen = rows.dataset.version === undefined ? null : Number(rows.dataset.version);
 
     function open() {
       if (source || !wanted || document.hidden) return;
