@@ -36,6 +36,7 @@ class Index(Protocol):
 
     def writing(self) -> AbstractContextManager[sqlite3.Connection]: ...
 
+
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS moves (
     minute INTEGER NOT NULL, queue TEXT NOT NULL, ins INTEGER NOT NULL, outs INTEGER NOT NULL,

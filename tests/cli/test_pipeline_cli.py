@@ -139,9 +139,7 @@ def test_two_agents_share_100_riddles_without_doubles(
     assert len(list((cli.spool / "done").glob("*.json"))) == 100
 
 
-def test_a_reply_that_does_not_fit_is_one_line_naming_its_fields(
-    cli: Cli, tmp_path: Path
-) -> None:
+def test_a_reply_that_does_not_fit_is_one_line_naming_its_fields(cli: Cli, tmp_path: Path) -> None:
     solver = tmp_path / "misfit.sh"
     solver.write_text(
         "#!/bin/sh\ncat >/dev/null\n"
@@ -154,7 +152,7 @@ def test_a_reply_that_does_not_fit_is_one_line_naming_its_fields(
     error = spool_doc(cli.spool, "failed", "misfit")["error"]
     assert "\n" not in error and "pydantic" not in error, error
     assert error.endswith(
-        f"cmd:{solver}: reply: solution must be a string (got [\"42\"]); "
+        f'cmd:{solver}: reply: solution must be a string (got ["42"]); '
         "explanation must be a string (got null)"
     ), error
     status = cli("status", "misfit")
@@ -176,8 +174,7 @@ def test_a_sub_riddle_that_does_not_fit_is_one_line_naming_its_fields(
     assert run.code == 1, run.err
     error = spool_doc(cli.spool, "failed", "parent")["error"]
     assert error.endswith(
-        f"cmd:{solver}: invalid sub-riddle: riddle must be an object "
-        '(got "what is 1 + 1?")'
+        f'cmd:{solver}: invalid sub-riddle: riddle must be an object (got "what is 1 + 1?")'
     ), error
 
 

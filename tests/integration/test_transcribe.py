@@ -69,8 +69,6 @@ def endpoint() -> Iterator[Endpoint]:
         yield server
 
 
-
-
 def run(cli: Cli, base: str, *handlers: str, env: dict[str, str] | None = None) -> None:
     flags = [arg for name in handlers for arg in ("--handler", f"extract={name}")]
     done = cli(

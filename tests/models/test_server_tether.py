@@ -17,7 +17,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
-SESSION = '''
+SESSION = """
 import os, sys, time
 from pathlib import Path
 from tests import tether
@@ -35,7 +35,7 @@ def test_holds_a_server(tmp_path):
             time.sleep(0.05)  # "killed": until it kills this whole session
     finally:
         tether.stop(server)
-'''
+"""
 
 
 def alive(pid: int) -> bool:
@@ -77,8 +77,17 @@ def test_the_server_ends_with_the_session(tmp_path: Path, how: str) -> None:
     pid_file = tmp_path / "server.pid"
     session = subprocess.Popen(
         [
-            sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts=",
-            "--rootdir", str(tmp_path), str(test_file),
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-o",
+            "addopts=",
+            "--rootdir",
+            str(tmp_path),
+            str(test_file),
         ],
         cwd=tmp_path,
         env={**os.environ, "PYTHONPATH": str(ROOT), "STAND_IN_PID": str(pid_file)},
@@ -99,8 +108,10 @@ def test_the_server_ends_with_the_session(tmp_path: Path, how: str) -> None:
         else:
             Path(f"{pid_file}.release").touch()
         session.wait(timeout=120)
-        wait_until(lambda: not in_group(group) and not alive(server),
-                   f"left running after the session ended: {in_group(group) or [server]}")
+        wait_until(
+            lambda: not in_group(group) and not alive(server),
+            f"left running after the session ended: {in_group(group) or [server]}",
+        )
     finally:
         if session.poll() is None:
             session.kill()
