@@ -29,6 +29,7 @@ import subprocess
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -49,6 +50,9 @@ PAGES = {
     "trends-json": "/api/trends?window=week",
     "corrupt": "/app/corrupt",
 }
+# Timed after the live phase, with an agent per stage alive (and the live phase's `run`
+# among those gone): the agents pages read the agents' records, not the riddles.
+AGENT_PAGES = {"agents": "/app/agents", "agents-json": "/api/agents"}
 CORRUPT_FILES = 50  # set aside in the bench's spool, for /app/corrupt
 STAGES = ("extract", "solve", "validate", "manage")
 DEEP_ROW = 50_000
@@ -81,6 +85,9 @@ def run_web_bench(options: WebBenchOptions) -> dict[str, Any]:
             deep = _deep_path(spool_dir, min(DEEP_ROW, max(options.riddles - 60, 0)))
             pages["deep"] = _time(server, deep, options.samples)
             live = _live(server, spool_dir, data, options)
+            with _agents_alive(server) as listed:
+                for name, path in AGENT_PAGES.items():
+                    pages[name] = _time(server, path, options.samples)
         finally:
             server.stop()
     return {
@@ -92,6 +99,7 @@ def run_web_bench(options: WebBenchOptions) -> dict[str, Any]:
         "folded_s": round(folded_s, 2),
         "pages": pages,
         "live": live,
+        "agents_listed": listed,
         "goal_p95_ms": GOAL_P95_MS,
         "goal_met": all(p["server_p95_ms"] < GOAL_P95_MS for p in pages.values()),
     }
@@ -209,8 +217,17 @@ class _Server:
     def get(self, path: str) -> tuple[float, float, bytes]:
         """(server ms, round-trip ms, body) of one GET."""
         started = time.perf_counter()
-        self.conn.request("GET", path)
-        answer = self.conn.getresponse()
+        try:
+            self.conn.request("GET", path)
+            answer = self.conn.getresponse()
+        except (http.client.RemoteDisconnected, ConnectionResetError):
+            # The server closed a connection left idle past its keep-alive (as during the
+            # live phase): a browser opens another, and so does this.
+            self.conn.close()
+            self.conn = self.connect()
+            started = time.perf_counter()
+            self.conn.request("GET", path)
+            answer = self.conn.getresponse()
         body = answer.read()
         took = (time.perf_counter() - started) * 1000
         if answer.status != 200:
@@ -291,6 +308,33 @@ def _live(server: _Server, spool_dir: Path, data: Path, options: WebBenchOptions
     }
 
 
+@contextlib.contextmanager
+def _agents_alive(server: _Server, timeout: float = 60.0) -> Iterator[dict[str, int]]:
+    """An idle `agent` process per stage for the time of the block; yields how many
+    agents `/api/agents` lists alive and gone once all four are up."""
+    agents = [
+        subprocess.Popen([*server.argv, "agent", stage], env=server.env, stderr=subprocess.DEVNULL)
+        for stage in STAGES
+    ]
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            listed = orjson.loads(server.get("/api/agents")[2])
+            counted = {key: len(listed[key]) for key in ("alive", "gone")}
+            if counted["alive"] >= len(STAGES) or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        yield counted
+    finally:
+        for agent in agents:
+            agent.terminate()
+        for agent in agents:
+            try:
+                agent.wait(15)
+            except subprocess.TimeoutExpired:
+                agent.kill()
+
+
 def _submit(spool_dir: Path, data: Path, count: int) -> None:
     from riddlectl import runtime
     from riddlectl import settings as settings_mod
@@ -359,6 +403,8 @@ def render(outcome: dict[str, Any]) -> str:
         )
     met = "met" if outcome["goal_met"] else "NOT met"
     lines.append(f"goal: server p95 under {outcome['goal_p95_ms']:g} ms for every page: {met}")
+    listed = outcome["agents_listed"]
+    lines.append(f"agents pages timed with {listed['alive']} agents alive, {listed['gone']} gone")
     live = outcome["live"]
     lines.append(
         f"live: {live['tabs']} tabs open while {live['riddles']} riddles flowed in "

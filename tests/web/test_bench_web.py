@@ -16,13 +16,15 @@ def test_bench_web_reports_every_page_and_the_live_phase(cli: Cli) -> None:
     assert isinstance(outcome, dict)
     assert set(outcome["pages"]) == {
         "first", "filtered", "search", "deep", "dashboard", "dashboard-week", "trends-json",
-        "corrupt",
+        "corrupt", "agents", "agents-json",
     }  # fmt: skip
     assert outcome["options"]["events"] == 2000 and outcome["folded_s"] >= 0
     for name, page in outcome["pages"].items():
         assert page["server_p50_ms"] > 0 and page["server_p95_ms"] >= page["server_p50_ms"], name
     assert outcome["pages"]["first"]["rows"] == 50
     assert outcome["pages"]["search"]["rows"] == 1  # one in a thousand, from 300: b0000007
+    # The agents pages are timed with an agent per stage alive, and the live phase's gone.
+    assert outcome["agents_listed"] == {"alive": 4, "gone": 1}
     live = outcome["live"]
     assert live["tabs"] == 20 and live["riddles"] == 30 and live["agents_exit"] == 0
     assert live["refreshes"] >= 20  # each tab heard of the flow at least once
