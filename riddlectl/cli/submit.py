@@ -128,6 +128,7 @@ def submit(
         settings.max_document_bytes,
     )
     riddles = submitting.prepare(parsed, settings, priority)
+    del parsed  # the JSON as parsed, 3 KB a riddle: its memory serves the store's rows
     pipeline = runtime.pipeline(settings, spool, actor("submit"))
     ids = submitting.submit(pipeline, riddles)
     if wait:

@@ -135,6 +135,14 @@ def dumps(riddle: Riddle) -> bytes:
     return orjson.dumps(riddle.to_json())
 
 
+def exact(data: bytes) -> bytes:
+    """`data` in a bytes object of its own length, for output of orjson kept by the
+    thousand: orjson hands back the buffer it wrote into, at least 8 KiB whatever the
+    text's length (orjson 3.13), so that 100,000 documents of 700 bytes held for one bulk
+    insert took 800 MB, and their page faults a quarter of the submit's CPU."""
+    return bytes(memoryview(data))
+
+
 def split_submission(
     raw: bytes, where: str, limit: int = MAX_DOCUMENT_BYTES
 ) -> list[tuple[str, Any]]:

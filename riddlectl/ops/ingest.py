@@ -31,6 +31,10 @@ from riddlectl.spool.dropins import ignored, read_drop_in
 from riddlectl.spool.states import Queue
 
 CORRUPT = "corrupt"  # where bad files are set aside, inside the directory ingested
+# Files moved into the spool together: one transaction (PostgreSQL) or one flush (files)
+# for this many, or for this many bytes, whichever comes first.
+BATCH_FILES = 500
+BATCH_BYTES = 16 << 20
 
 #: Told of each file set aside: the file (as named in DIRECTORY) and the reason.
 OnSetAside = Callable[[str, str], object]
@@ -46,59 +50,93 @@ def ingest_once(
 ) -> int:
     """Move what is ready in `directory` into the spool's `incoming`, or set it aside,
     until `stop` is set; how many files were moved in."""
-    moved = 0
     try:
         entries = sorted(os.scandir(directory), key=lambda entry: entry.name)
     except NotADirectoryError:
         raise RiddleError("not a directory", where=str(directory)) from None
     except FileNotFoundError:
         raise RiddleError("no such directory", where=str(directory)) from None
+    batch = _Batch(spool, directory, on_moved)
     for entry in entries:
         if stop is not None and stop.is_set():
             break
         if ignored(entry.name) or not entry.is_file(follow_symlinks=False):
             continue
-        if _take(spool, directory, entry.name, settings, on_set_aside):
-            moved += 1
-            if on_moved is not None:
-                on_moved(entry.name)
-    return moved
+        _take(batch, entry.name, settings, on_set_aside)
+    batch.flush()
+    return batch.moved
 
 
-def _take(
-    spool: Spool, directory: Path, name: str, settings: Settings, on_set_aside: OnSetAside | None
-) -> bool:
-    """Whether the file `name` was moved into the spool."""
-    path = directory / name
-    limits = spool.limits
+class _Batch:
+    """Files judged good, moved into the spool together (one transaction, or one flush,
+    for up to `BATCH_FILES`), then removed from the directory: a file is gone from it
+    only once the spool holds it. Should the spool fail meanwhile, the files stay and
+    the next look takes them again (a drop-in of the same name replaces its content)."""
+
+    def __init__(
+        self, spool: Spool, directory: Path, on_moved: Callable[[str], object] | None
+    ) -> None:
+        self.spool, self.directory, self.on_moved = spool, directory, on_moved
+        self.entries: list[tuple[str, bytes]] = []
+        self.size = 0
+        self.ids: set[str] = set()  # ids in this batch: in the spool once it is flushed
+        self.moved = 0
+
+    def add(self, name: str, raw: bytes, riddle_id: str) -> None:
+        self.entries.append((name, raw))
+        self.ids.add(riddle_id)
+        self.size += len(raw)
+        if len(self.entries) >= BATCH_FILES or self.size >= BATCH_BYTES:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self.entries:
+            return
+        self.spool.drop_ins(Queue.INCOMING, self.entries)
+        for name, _ in self.entries:
+            with contextlib.suppress(FileNotFoundError):  # another ingest took it too
+                os.unlink(self.directory / name)
+            self.moved += 1
+            if self.on_moved is not None:
+                self.on_moved(name)
+        self.entries, self.size = [], 0
+        self.ids.clear()
+
+
+def _take(batch: _Batch, name: str, settings: Settings, on_set_aside: OnSetAside | None) -> None:
+    """Add the file `name` to `batch` when it is a riddle; else set it aside, or leave it
+    for the next look while it may still be being written."""
+    path = batch.directory / name
     try:
-        raw, info = documents.read_raw(str(path), limits.readable + 1)
+        raw, info = documents.read_raw(str(path), batch.spool.limits.readable + 1)
     except FileNotFoundError:
-        return False  # taken by another ingest meanwhile
+        return  # taken by another ingest meanwhile
     if raw is None:
-        return False
-    why = _fault(spool, raw, info.st_size, name, settings)
-    if why is not None:
-        if time.time() - info.st_mtime < settings.drop_in_grace:
-            return False  # may still be being written: looked at again next time
-        if _set_aside(directory, name, why) and on_set_aside is not None:
-            on_set_aside(str(path), why)
-        return False
-    spool.drop_in(Queue.INCOMING, name, raw)
-    os.unlink(path)
-    return True
+        return
+    riddle_id, why = _judge(batch, raw, info.st_size, name, settings)
+    if why is None:
+        batch.add(name, raw, riddle_id)
+        return
+    if time.time() - info.st_mtime < settings.drop_in_grace:
+        return  # may still be being written: looked at again next time
+    if _set_aside(batch.directory, name, why) and on_set_aside is not None:
+        on_set_aside(str(path), why)
 
 
-def _fault(spool: Spool, raw: bytes, size: int, name: str, settings: Settings) -> str | None:
-    """Why the file is no riddle the spool can take (field first, one line); None if it is."""
+def _judge(
+    batch: _Batch, raw: bytes, size: int, name: str, settings: Settings
+) -> tuple[str, str | None]:
+    """The file's riddle id, and why it is no riddle the spool can take (field first,
+    one line), or None if it is one."""
     try:
-        riddle = read_drop_in(raw, size, Queue.INCOMING, name, spool.limits)
+        riddle = read_drop_in(raw, size, Queue.INCOMING, name, batch.spool.limits)
         check(riddle, name, settings)
     except (InvalidDocument, InvalidData) as exc:
-        return _one_line(exc)
-    if riddle.id is not None and spool.find(riddle.id) is not None:
-        return f"id: {riddle.id} is already in the spool"
-    return None
+        return "", _one_line(exc)
+    riddle_id = riddle.id or ""
+    if riddle_id in batch.ids or batch.spool.find(riddle_id) is not None:
+        return riddle_id, f"id: {riddle_id} is already in the spool"
+    return riddle_id, None
 
 
 def _one_line(exc: RiddleError) -> str:

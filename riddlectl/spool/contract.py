@@ -287,6 +287,12 @@ class Spool(abc.ABC):
         program drops a file into a spool: read when claimed, by the rules of `dropins`
         (stored under its own id, or set aside when it is no riddle)."""
 
+    def drop_ins(self, queue: Queue, entries: Sequence[tuple[str, bytes]]) -> None:
+        """`drop_in` for each of `entries` (name, raw), as one write where the spool can
+        (`ingest` takes a directory's files in batches); each entry is there or not."""
+        for name, raw in entries:
+            self.drop_in(queue, name, raw)
+
     @abc.abstractmethod
     def set_aside(self, queue: Queue, name: str, reason: str) -> None:
         """Take the entry `name` of `queue` (a drop-in's name, or `ID.json`) out of the

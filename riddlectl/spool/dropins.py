@@ -22,6 +22,12 @@ if TYPE_CHECKING:  # the models load when a document is read, not for every comm
     from riddlectl.document.model import Riddle
 
 
+def check_name(name: str) -> None:
+    """A drop-in's name is one name: no path, not `.` or `..` (`ValueError`)."""
+    if not name or "/" in name or name in (".", ".."):
+        raise ValueError(f"not a name for a drop-in: {name!r}")
+
+
 def ignored(name: str) -> bool:
     """Names other programs use while writing: never read as riddles."""
     return name.startswith(".") or name.endswith(".tmp")

@@ -28,7 +28,7 @@ from riddlectl.spool.contract import (
     stamp,
     unknown,
 )
-from riddlectl.spool.dropins import ignored, peek_drop_in, read_drop_in
+from riddlectl.spool.dropins import check_name, ignored, peek_drop_in, read_drop_in
 from riddlectl.spool.events import Committed
 from riddlectl.spool.memlogs import MemoryEventLog, MemoryExtractionCache
 from riddlectl.spool.states import Queue, route
@@ -187,8 +187,7 @@ class MemorySpool(Spool):
     # -- input from outside ---------------------------------------------------------------
 
     def drop_in(self, queue: Queue, name: str, raw: bytes) -> None:
-        if not name or "/" in name or name in (".", ".."):
-            raise ValueError(f"not a name for a drop-in: {name!r}")
+        check_name(name)
         with self._mutex:
             self._dropped[queue][name] = bytes(raw)
             self._arrived(queue)

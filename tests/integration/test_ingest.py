@@ -180,3 +180,38 @@ def test_a_young_file_whose_data_is_missing_waits_for_the_grace(
     waited = any_cli("ingest", str(inbox), env={"RIDDLECTL_DROP_IN_GRACE": "600"})
     assert (waited.code, waited.out, waited.err) == (0, "", "")
     assert (inbox / "early.json").exists()
+
+
+def test_two_files_with_one_id_in_one_look_take_it_once(any_cli: Cli, tmp_path: Path) -> None:
+    inbox = tmp_path / "inbox"
+    inbox.mkdir()
+    for name in ("a.json", "b.json"):
+        (inbox / name).write_bytes(orjson.dumps(example_doc(id="twice")))
+        _old(inbox / name)
+    done = any_cli("ingest", str(inbox))
+    assert done.code == 0, done.err
+    assert done.out.splitlines() == ["a.json"]
+    assert (inbox / "corrupt" / "b.json.reason").read_text() == (
+        "id: twice is already in the spool\n"
+    )
+    shown = any_cli("status", "twice", "--json").json()
+    assert shown["riddles"][0]["queue"] == "incoming"  # type: ignore[index]
+
+
+def test_a_thousand_files_in_one_look_are_all_riddles(any_cli: Cli, tmp_path: Path) -> None:
+    """Files are taken in batches (one transaction, or one flush, for many): every one
+    is moved in under its id, and a bad one among them is set aside alone."""
+    inbox = tmp_path / "inbox"
+    inbox.mkdir()
+    for n in range(1000):
+        doc = example_doc(id=f"many-{n:04d}") if n != 500 else {"riddle": {"question": ""}}
+        (inbox / f"r{n:04d}.json").write_bytes(orjson.dumps(doc))
+    _old(inbox / "r0500.json")
+    done = any_cli("ingest", str(inbox))
+    assert done.code == 0, done.err
+    assert len(done.out.splitlines()) == 999 and "r0500.json" not in done.out
+    assert sorted(p.name for p in inbox.iterdir()) == ["corrupt"]
+    status = any_cli("status", "--json").json()
+    assert status["counts"]["incoming"] == 999  # type: ignore[index]
+    shown = any_cli("status", "many-0000", "many-0999", "--json").json()
+    assert [r["id"] for r in shown["riddles"]] == ["many-0000", "many-0999"]  # type: ignore[index]

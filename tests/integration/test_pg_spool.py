@@ -347,3 +347,30 @@ def test_the_urls_own_connection_parameters_win_over_riddlectls(pg_url: str) -> 
         assert spool.find("p")[0] is Queue.INCOMING
     finally:
         spool.disconnect()
+
+
+def test_drop_ins_are_found_by_id_whether_dropped_before_or_after_migration_5(
+    pg_spool: PgSpool, pg_url: str
+) -> None:
+    """Since migration 5 a drop-in's id is stored beside it (`rid`) and found by an index;
+    one dropped in by older code (no `rid`) is found by its name or content, as then."""
+    pg_spool.drop_ins(
+        Queue.INCOMING,
+        [
+            ("named.json", orjson.dumps(example_doc())),
+            ("other.json", orjson.dumps(example_doc(id="own-id"))),
+            ("older.json", orjson.dumps(example_doc(id="from-before"))),
+            ("broken.json", b"{not yet"),
+        ],
+    )
+    schema = pg_url.rsplit("schema=", 1)[1]
+    with psycopg.connect(pg.require(), autocommit=True) as conn:
+        conn.execute(f"UPDATE \"{schema}\".dropins SET rid = NULL WHERE name = 'older.json'")
+        rids = dict(conn.execute(f'SELECT name, rid FROM "{schema}".dropins').fetchall())
+    assert rids == {"named.json": "named", "other.json": "own-id", "older.json": None,
+                    "broken.json": None}  # fmt: skip
+    for riddle_id in ("named", "own-id", "from-before"):
+        found = pg_spool.find(riddle_id)
+        assert found is not None and found[1].id == riddle_id, riddle_id
+    assert pg_spool.find("other") is None  # its own id wins over its name
+    assert pg_spool.find("broken") is None

@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from riddlectl.spool.contract import (
     Corrupt,
     one_name,
 )
-from riddlectl.spool.dropins import ignored
+from riddlectl.spool.dropins import check_name, ignored
 from riddlectl.spool.fs import atomic
 from riddlectl.spool.states import Queue
 
@@ -24,9 +25,14 @@ from riddlectl.spool.fs.reading import Reading
 
 class Intake(Reading):
     def drop_in(self, queue: Queue, name: str, raw: bytes) -> None:
-        if not name or "/" in name or name in (".", ".."):
-            raise ValueError(f"not a name for a drop-in: {name!r}")
+        check_name(name)
         atomic.write(self.dir(queue) / name, raw, self.tmp_dir, durable=self.durable)
+
+    def drop_ins(self, queue: Queue, entries: Sequence[tuple[str, bytes]]) -> None:
+        for name, _ in entries:
+            check_name(name)
+        files = [(self.dir(queue) / name, raw) for name, raw in entries]
+        atomic.write_many(files, self.tmp_dir, durable=self.durable)
 
     def set_aside(self, queue: Queue, name: str, reason: str) -> None:
         """Move an unreadable file to `corrupt/`, with `NAME.reason` beside it."""

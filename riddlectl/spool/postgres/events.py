@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import orjson
 
+from riddlectl.document import codec as documents
 from riddlectl.errors import SpoolUnavailable, SpoolUnusable
 from riddlectl.spool.events import Committed, EventLog, Record
 from riddlectl.spool.memlogs import TAIL
@@ -144,7 +145,8 @@ class PgEventLog(EventLog):
 
 
 def _dump(event: Record) -> bytes:
-    return orjson.dumps(event, option=orjson.OPT_NON_STR_KEYS)
+    # Exact: a bulk submit holds one event per riddle until its transaction commits.
+    return documents.exact(orjson.dumps(event, option=orjson.OPT_NON_STR_KEYS))
 
 
 def _load(body: str) -> Record:

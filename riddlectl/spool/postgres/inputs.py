@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 from riddlectl.errors import InvalidDocument
 from riddlectl.spool.contract import Corrupt
-from riddlectl.spool.dropins import ignored, peek_drop_in, read_drop_in
+from riddlectl.spool.dropins import check_name, ignored, peek_drop_in, read_drop_in
 from riddlectl.spool.postgres.db import Conn, Database
 from riddlectl.spool.states import Queue
 
@@ -79,13 +79,25 @@ class Inputs:
             self.told(queue)  # there may be more: the next claim reads on
 
     def drop_in(self, queue: Queue, name: str, raw: bytes) -> None:
-        if not name or "/" in name or name in (".", ".."):
-            raise ValueError(f"not a name for a drop-in: {name!r}")
+        self.drop_ins(queue, [(name, raw)])
+
+    def drop_ins(self, queue: Queue, entries: Sequence[tuple[str, bytes]]) -> None:
+        """One transaction, one statement and one wake-up for all of `entries`."""
+        for name, _ in entries:
+            check_name(name)
+        if not entries:
+            return
+        latest = dict(entries)  # a name given twice is its last content, as on a disk
+        names, raws = list(latest), [bytes(raw) for raw in latest.values()]
+        limits = self.limits()
+        rids = [_rid(raw, queue, name, limits) for name, raw in zip(names, raws, strict=True)]
         with self.db.transaction() as conn:
             conn.execute(
-                "INSERT INTO dropins (queue, name, raw, at) VALUES (%s, %s, %s, %s) "
-                "ON CONFLICT (queue, name) DO UPDATE SET raw = excluded.raw, at = excluded.at",
-                (queue.value, name, bytes(raw), time.time()),
+                "INSERT INTO dropins (queue, name, raw, at, rid) "
+                "SELECT %s, n, r, %s, i FROM unnest(%s::text[], %b::bytea[], %s::text[]) "
+                "AS d(n, r, i) ON CONFLICT (queue, name) "
+                "DO UPDATE SET raw = excluded.raw, at = excluded.at, rid = excluded.rid",
+                (queue.value, time.time(), names, raws, rids),
             )
             conn.execute("SELECT pg_notify(%s, %s)", (self.db.url.channel, WAKE_UP + queue.value))
         self.told(queue)
@@ -202,11 +214,13 @@ class Inputs:
         `ID.json` first: this is for an id no riddle row has, and drop-ins are few and
         soon read by a claim."""
         with self.db.session() as conn:
-            # Only those that may be it are read: named after it, or holding it in quotes.
+            # Only those that may be it are read: those known to be it (`rid`), and of
+            # those dropped in before that was known, those named after it or holding it
+            # in quotes.
             rows = conn.execute(
-                f"SELECT queue, name, raw FROM dropins WHERE {NOT_IGNORED} AND (name = %(id)s "
-                "OR starts_with(name, %(id)s || '.') "
-                "OR position(convert_to(%(quoted)s, 'UTF8') in raw) > 0) "
+                f"SELECT queue, name, raw FROM dropins WHERE {NOT_IGNORED} AND (rid = %(id)s "
+                "OR rid IS NULL AND (name = %(id)s OR starts_with(name, %(id)s || '.') "
+                "OR position(convert_to(%(quoted)s, 'UTF8') in raw) > 0)) "
                 "ORDER BY name = %(file)s DESC, at, name",
                 {"id": riddle_id, "quoted": f'"{riddle_id}"', "file": f"{riddle_id}.json"},
             ).fetchall()
@@ -241,3 +255,10 @@ class Inputs:
                 ([queue.value for queue in queues], limit),
             ).fetchall()
         return [(float(at), Queue(queue), name.removesuffix(".json")) for at, queue, name in rows]
+
+
+def _rid(raw: bytes, queue: Queue, name: str, limits: Limits) -> str | None:
+    """The id the drop-in is as readers see it (`peek_drop_in`); None when it is none yet
+    (it is then found by its content, as before)."""
+    riddle = peek_drop_in(raw, len(raw), queue, name, limits)
+    return riddle.id if riddle is not None else None

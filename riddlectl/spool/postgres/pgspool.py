@@ -307,6 +307,9 @@ class PgSpool(Reading, Spool):
     def drop_in(self, queue: Queue, name: str, raw: bytes) -> None:
         self.inputs.drop_in(queue, name, raw)
 
+    def drop_ins(self, queue: Queue, entries: Sequence[tuple[str, bytes]]) -> None:
+        self.inputs.drop_ins(queue, entries)
+
     def set_aside(self, queue: Queue, name: str, reason: str) -> None:
         self.inputs.set_aside(queue, name, reason)
 

@@ -98,7 +98,7 @@ def row(queue: Queue, riddle: Riddle) -> tuple[Any, ...]:
     return (
         riddle.id or "",
         queue.value,
-        documents.dumps(riddle),
+        documents.exact(documents.dumps(riddle)),
         riddle.rev,
         riddle.priority,
         riddle.created or 0.0,
