@@ -17,6 +17,8 @@ from riddlectl.handlers.builtin.speech.endpoint import heard_assignment
         ("z equals 2,300 and 5.", "2305"),
         ("z equals 2 hundred and 5.", "205"),
         ("z equals to 20.", "20"),
+        ("z equal to six hundred and twenty six.", "626"),  # the "is" not heard
+        ("Z equal to 57.3.", "57.3"),
         ("z is equal to fifty.", "50"),
         ("Zed equals minus 12.", "-12"),
         ("z equals twenty. Z equals 20.", "20"),  # the same said twice is heard once

@@ -53,11 +53,11 @@ _PUNCTUATION = re.compile(r"[\"“”!?;:]|[.,](?!\d)|(?<!\d)[.,]")
 _SENTENCES = re.compile(r"[.!?;](?=\s|$)")
 _SAMPLE_VALUES = ("20", "15", "3", "104", "7")
 # How Whisper-like recognisers write numbers said in words: `2 hundred`, `100 and 4`
-# (one hundred and four), `equals to`.
+# (one hundred and four); and `equals to`, `equal to` (`is` not heard) for `equals`.
 _SCALED = re.compile(r"\b(\d+) (hundred|thousand|million)\b")
 _SCALES = {"hundred": 100, "thousand": 1000, "million": 1_000_000}
 _AND_MORE = re.compile(r"\b(\d{1,3}(?:,\d{3})+|\d+) and (\d+)\b")
-_EQUALS_TO = re.compile(r"\bequals to\b")
+_EQUALS_TO = re.compile(r"\b(?:(?<!is )equal|equals) to\b")
 
 
 class NotHeard(HandlerRefused):
@@ -196,8 +196,8 @@ def spoken_text(text: str, names: tuple[str, ...]) -> str:
 def _numbers_as_digits(said: str) -> str:
     """A number written half in words, as a recogniser hears `two hundred and five`
     (`2 hundred and 5`, `100 and 4`, `1,000 and 20`), as one number in digits; `equals
-    to` as `equals`. Two numbers that cannot be one (`20 and 4`: no place for the 4) are
-    left as they are, and the reader then finds no value."""
+    to` and a bare `equal to` as `equals`. Two numbers that cannot be one (`20 and 4`:
+    no place for the 4) are left as they are, and the reader then finds no value."""
     said = _EQUALS_TO.sub("equals", said)
     said = _SCALED.sub(lambda m: str(int(m.group(1)) * _SCALES[m.group(2)]), said)
     return _AND_MORE.sub(_joined, said)
