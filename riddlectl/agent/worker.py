@@ -79,7 +79,7 @@ class Worker:
 
     def _drain(self, stage: Stage) -> int:
         spool = self.pipeline.spool
-        claims = spool.claim(stage.inbox, limit=self.batch)
+        claims = spool.claim_and_begin(stage.inbox, limit=self.batch)
         trace.claimed()
         self.contended += spool.contended
         self._run(stage, claims)

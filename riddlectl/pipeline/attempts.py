@@ -99,7 +99,8 @@ class Attempts:
             return self.ledger.prepare(
                 claim, riddle, Queue.FAILED, stage.name, "abandoned", error=error
             )
-        self.ledger.spool.begin(claim)
+        if not claim.begun:
+            self.ledger.spool.begin(claim)
         seat = self.seat
         if seat is None:
             return self._handle(claim, riddle, stage, ctx)

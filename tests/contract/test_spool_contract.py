@@ -183,3 +183,16 @@ def test_concurrent_claimers_never_share_a_riddle(spool: Spool) -> None:
         t.join()
     assert sorted(seen) == sorted(f"r{i}" for i in range(60))
     assert spool.counts()[Queue.DONE] == 60
+
+
+def test_claim_and_begin_begins_the_first_claim_alone(spool: Spool) -> None:
+    """What an agent claims is handled in `order_key` order: the first is begun as it is
+    taken (one step where the spool can), the others when their turn comes."""
+    spool.add([riddle("low"), riddle("top", priority=3), riddle("mid", priority=1)])
+    claims = spool.claim_and_begin(Queue.INCOMING, limit=3)
+    assert [(c.riddle.id, c.begun) for c in claims] == [
+        ("top", True), ("mid", False), ("low", False),
+    ]  # fmt: skip
+    stored = spool.commit_many([(c, c.riddle, Queue.EXTRACTED) for c in claims])
+    assert [r.rev for r in stored] == [2, 2, 2]
+    assert spool.claim_and_begin(Queue.INCOMING) == []

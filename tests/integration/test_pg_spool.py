@@ -157,6 +157,40 @@ def test_a_claim_dies_with_its_process(pg_spool: PgSpool, pg_url: str, how: str)
     assert pg_spool.examine() == []
 
 
+BEGIN_FIRST = textwrap.dedent(
+    """
+    import sys, time
+    from riddlectl.spool import open_spool
+    from riddlectl.spool.states import Queue
+    spool = open_spool(sys.argv[1], create=False)
+    claims = spool.claim_and_begin(Queue.INCOMING, limit=2)
+    print(" ".join(f"{c.riddle.id}:{c.begun}" for c in claims), flush=True)
+    time.sleep(60)
+    """
+)
+
+
+def test_a_claim_begun_as_it_is_taken_counts_only_the_first_as_abandoned(
+    pg_spool: PgSpool, pg_url: str
+) -> None:
+    """`claim_and_begin` marks the first claim begun in the claim's own statement
+    (what an agent handles at once), as `begin` would, and no other: a holder that dies
+    then leaves one abandoned attempt, on that riddle alone."""
+    pg_spool.add([riddle("a", priority=1), riddle("b")])
+    proc = subprocess.Popen(
+        [sys.executable, "-c", BEGIN_FIRST, pg_url], stdout=subprocess.PIPE, text=True
+    )
+    assert proc.stdout is not None and proc.stdout.readline().split() == ["a:True", "b:False"]
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    until(pg_spool.examine, 5)
+    pg_spool.examine(fix=True)
+    claims = {c.riddle.id: c for c in pg_spool.claim(Queue.INCOMING, limit=2)}
+    assert {i: c.abandoned for i, c in claims.items()} == {"a": 1, "b": 0}
+    told = [e["id"] for e in pg_spool.events.read() if e["outcome"] == "abandoned"]
+    assert told == ["a"]
+
+
 def test_a_late_commit_of_a_claim_given_back_is_refused(pg_spool: PgSpool, pg_url: str) -> None:
     pg_spool.add([riddle("a"), riddle("b")])
     cut_off = PgSpool(opened(pg_url).url, actor=Actor("cut"))

@@ -158,7 +158,7 @@ class Writing(Intake):
         """The lock stays held: the claim now holds the riddle as stored in `to`. Its
         record is left as it is: should this process die before handling it again, the
         record's rev, older than the stored one, tells that nothing was abandoned."""
-        claim.keep = False
+        claim.keep = claim.begun = False  # its next stage is begun afresh
         claim.riddle, claim.queue, claim.abandoned = stored, to, 0
         token: Token = claim.token
         token.path = self._file(to, stored.id or "")

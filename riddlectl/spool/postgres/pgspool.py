@@ -214,12 +214,21 @@ class PgSpool(Reading, Spool):
     # -- claiming -------------------------------------------------------------------------
 
     def claim(self, queue: Queue, limit: int = 1, now: float | None = None) -> list[Claim]:
+        return self._claim(sql.CLAIM, queue, limit, now)
+
+    def claim_and_begin(
+        self, queue: Queue, limit: int = 1, now: float | None = None
+    ) -> list[Claim]:
+        # The statement marks the first in the order `claim` sorts them in (`order_key`).
+        return self._claim(sql.CLAIM_AND_BEGIN, queue, limit, now)
+
+    def _claim(self, statement: str, queue: Queue, limit: int, now: float | None) -> list[Claim]:
         now = time.time() if now is None else now
         if self._reaper is None:
             self._start_reaper()
         self.inputs.read_if_due(queue)
         rows = self.db.single(
-            sql.CLAIM, {"queue": queue.value, "now": now, "limit": limit}, hold=True
+            statement, {"queue": queue.value, "now": now, "limit": limit}, hold=True
         )
         claims = [self._claim_of(row) for row in rows]
         claims.sort(key=lambda claim: order_key(claim.riddle))
@@ -271,7 +280,7 @@ class PgSpool(Reading, Spool):
             self._copies.note_files(riddle_id, row[8] or {})
         if abandoned:
             self.log_abandoned(queue, riddle, dict(dead or {}), abandoned)
-        return Claim(riddle, queue, abandoned, token)
+        return Claim(riddle, queue, abandoned, token, begun=len(row) > 9 and bool(row[9]))
 
     def reap(self, every: float = 0.0) -> list[tuple[str, Queue]]:
         """Give back the claims of holders that are gone (at most once per `every` s);
