@@ -14,33 +14,21 @@ needs: no second query.
 
 from __future__ import annotations
 
+# With `begin_first` (`claim_and_begin`), the first riddle in the order the claims are
+# handled in (`order_key`: ids by code point, as Python compares them) is marked begun as
+# it is taken; a row no one holds is never begun, so without it `begun` stays false.
 CLAIM = """
-WITH picked AS MATERIALIZED (
-    SELECT id FROM riddles
-    WHERE queue = %(queue)s AND holder IS NULL AND retry_at <= %(now)s
-    ORDER BY priority DESC, created, id
-    LIMIT %(limit)s
-    FOR UPDATE SKIP LOCKED
-)
-UPDATE riddles r SET holder = %(holder)s, token = nextval('claim_tokens')
-FROM picked WHERE r.id = picked.id
-RETURNING r.id, r.queue, r.doc, r.abandoned, r.dead, r.token, r.priority, r.created,
-    (SELECT jsonb_object_agg(d.path, d.sha256) FROM riddle_data d WHERE d.riddle_id = r.id)
-"""
-
-# `CLAIM`, the first riddle in order marked begun as it is taken (`claim_and_begin`).
-CLAIM_AND_BEGIN = """
 WITH picked AS MATERIALIZED (
     SELECT id, priority, created FROM riddles
     WHERE queue = %(queue)s AND holder IS NULL AND retry_at <= %(now)s
     ORDER BY priority DESC, created, id
     LIMIT %(limit)s
     FOR UPDATE SKIP LOCKED
-), first AS (  -- in the order the claims are handled in (ids by code point, as Python)
+), first AS (
     SELECT id FROM picked ORDER BY priority DESC, created, id COLLATE "C" LIMIT 1
 )
 UPDATE riddles r SET holder = %(holder)s, token = nextval('claim_tokens'),
-    begun = r.id IN (SELECT id FROM first)
+    begun = %(begin_first)s AND r.id IN (SELECT id FROM first)
 FROM picked WHERE r.id = picked.id
 RETURNING r.id, r.queue, r.doc, r.abandoned, r.dead, r.token, r.priority, r.created,
     (SELECT jsonb_object_agg(d.path, d.sha256) FROM riddle_data d WHERE d.riddle_id = r.id),
@@ -51,7 +39,8 @@ CLAIM_ID = """
 UPDATE riddles r SET holder = %(holder)s, token = nextval('claim_tokens')
 WHERE r.id = %(id)s AND r.holder IS NULL
 RETURNING r.id, r.queue, r.doc, r.abandoned, r.dead, r.token, r.priority, r.created,
-    (SELECT jsonb_object_agg(d.path, d.sha256) FROM riddle_data d WHERE d.riddle_id = r.id)
+    (SELECT jsonb_object_agg(d.path, d.sha256) FROM riddle_data d WHERE d.riddle_id = r.id),
+    r.begun
 """
 
 # The parameters of `COMMIT` (besides `tokens`), in the order of `pgspool._row`.

@@ -214,22 +214,22 @@ class PgSpool(Reading, Spool):
     # -- claiming -------------------------------------------------------------------------
 
     def claim(self, queue: Queue, limit: int = 1, now: float | None = None) -> list[Claim]:
-        return self._claim(sql.CLAIM, queue, limit, now)
+        return self._claim(queue, limit, now, begin_first=False)
 
     def claim_and_begin(
         self, queue: Queue, limit: int = 1, now: float | None = None
     ) -> list[Claim]:
-        # The statement marks the first in the order `claim` sorts them in (`order_key`).
-        return self._claim(sql.CLAIM_AND_BEGIN, queue, limit, now)
+        return self._claim(queue, limit, now, begin_first=True)
 
-    def _claim(self, statement: str, queue: Queue, limit: int, now: float | None) -> list[Claim]:
+    def _claim(
+        self, queue: Queue, limit: int, now: float | None, *, begin_first: bool
+    ) -> list[Claim]:
         now = time.time() if now is None else now
         if self._reaper is None:
             self._start_reaper()
         self.inputs.read_if_due(queue)
-        rows = self.db.single(
-            statement, {"queue": queue.value, "now": now, "limit": limit}, hold=True
-        )
+        params = {"queue": queue.value, "now": now, "limit": limit, "begin_first": begin_first}
+        rows = self.db.single(sql.CLAIM, params, hold=True)
         claims = [self._claim_of(row) for row in rows]
         claims.sort(key=lambda claim: order_key(claim.riddle))
         return claims
@@ -280,7 +280,7 @@ class PgSpool(Reading, Spool):
             self._copies.note_files(riddle_id, row[8] or {})
         if abandoned:
             self.log_abandoned(queue, riddle, dict(dead or {}), abandoned)
-        return Claim(riddle, queue, abandoned, token, begun=len(row) > 9 and bool(row[9]))
+        return Claim(riddle, queue, abandoned, token, begun=bool(row[9]))
 
     def reap(self, every: float = 0.0) -> list[tuple[str, Queue]]:
         """Give back the claims of holders that are gone (at most once per `every` s);
