@@ -214,13 +214,7 @@ def test_an_agent_whose_role_lacks_rights_waits_until_they_are_granted(
             grant_all(made.admin, schema, role)
             going = read_line(agent)
             assert "connected" in going or "can be used again" in going, going
-            riddle_id = f"granted-{uuid.uuid4().hex[:6]}"
-            owner = Cli(made.url, data)
-            assert owner("submit", "-", input=orjson.dumps(example_doc(id=riddle_id))).code == 0
-            deadline = time.monotonic() + 60
-            while not any(e.get("stage") == "extract" for e in history(owner, riddle_id)):
-                assert time.monotonic() < deadline, owner("show", riddle_id).out
-                time.sleep(0.2)
+            submitted_and_handled(Cli(made.url, data), "granted", "extract")
         finally:
             agent.send_signal(signal.SIGTERM)
             _, rest = agent.communicate(timeout=60)
@@ -500,13 +494,8 @@ def test_a_long_running_agent_waits_for_the_server_then_goes_on(
             server.promote()
         connected = read_line(agent)
         assert "connected" in connected, connected
-        riddle_id = f"after-{uuid.uuid4().hex[:6]}"
-        assert cli("submit", "-", input=orjson.dumps(example_doc(id=riddle_id))).code == 0
         stage = command[1] if command[0] == "agent" else "validate"
-        deadline = time.monotonic() + 60
-        while not any(e.get("stage") == stage for e in history(cli, riddle_id)):
-            assert time.monotonic() < deadline, cli("show", riddle_id).out
-            time.sleep(0.2)
+        submitted_and_handled(cli, "after", stage)
     finally:
         agent.send_signal(signal.SIGTERM)
         _, rest = agent.communicate(timeout=60)
@@ -541,12 +530,7 @@ def test_a_running_agent_outlives_a_server_restart_saying_so_once(
         server.start()
         back = read_line(agent)
         assert "can be used again" in back, back
-        riddle_id = f"later-{uuid.uuid4().hex[:6]}"
-        assert cli("submit", "-", input=orjson.dumps(example_doc(id=riddle_id))).code == 0
-        deadline = time.monotonic() + 60
-        while not any(e.get("stage") == "extract" for e in history(cli, riddle_id)):
-            assert time.monotonic() < deadline, cli("show", riddle_id).out
-            time.sleep(0.2)
+        submitted_and_handled(cli, "later", "extract")
     finally:
         agent.send_signal(signal.SIGTERM)
         _, rest = agent.communicate(timeout=60)
@@ -595,6 +579,17 @@ def test_a_full_disk_is_told_in_one_line_and_nothing_is_stored(
             admin.execute('DROP SCHEMA IF EXISTS "full" CASCADE')
             admin.execute("DROP TABLESPACE IF EXISTS tiny")
         subprocess.run(["umount", str(tiny)], check=False)
+
+
+def submitted_and_handled(cli: Cli, prefix: str, stage: str) -> None:
+    """Submit a new riddle and wait (60 s at most) until `stage` is in its history: the
+    agents running took it and went on."""
+    riddle_id = f"{prefix}-{uuid.uuid4().hex[:6]}"
+    assert cli("submit", "-", input=orjson.dumps(example_doc(id=riddle_id))).code == 0
+    deadline = time.monotonic() + 60
+    while not any(e.get("stage") == stage for e in history(cli, riddle_id)):
+        assert time.monotonic() < deadline, cli("show", riddle_id).out
+        time.sleep(0.2)
 
 
 def history(cli: Cli, riddle_id: str) -> list[dict[str, object]]:
