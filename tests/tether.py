@@ -13,9 +13,11 @@ import contextlib
 import ctypes
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from types import FrameType
 
@@ -29,6 +31,37 @@ def start(argv: list[str], log: Path) -> subprocess.Popen[bytes]:
         return subprocess.Popen(
             tethered, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
         )
+
+
+@contextlib.contextmanager
+def serving(script: Path, name: str, log_dir: Path, startup: float) -> Iterator[str]:
+    """`script start PORT` (the model or the transcription server) on a free port, tied to
+    this process; yields its base URL (…/v1) once `/models` answers, and ends it after.
+    A server that exits, or is not up within `startup` seconds, fails the test."""
+    import httpx  # not for the tether process itself, which needs the standard library only
+    import pytest
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = int(sock.getsockname()[1])
+    log = log_dir / "server.log"
+    server = start([str(script), "start", str(port)], log)
+    base = f"http://127.0.0.1:{port}/v1"
+    try:
+        deadline = time.monotonic() + startup
+        while True:
+            if server.poll() is not None:
+                tail = log.read_text(errors="replace")[-500:]
+                pytest.fail(f"{name} exited with {server.returncode}: {tail}")
+            with contextlib.suppress(httpx.HTTPError):
+                if httpx.get(f"{base}/models", timeout=2).status_code == 200:
+                    break
+            if time.monotonic() > deadline:
+                pytest.fail(f"{name} not up after {startup:g} s (log: {log})")
+            time.sleep(0.3)
+        yield base
+    finally:
+        stop(server)
 
 
 def stop(process: subprocess.Popen[bytes], grace: float = 20) -> None:

@@ -7,13 +7,10 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import orjson
 import pytest
 
@@ -39,28 +36,9 @@ def transcribe_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]
         if os.environ.get("CI") == "true":
             pytest.fail("transcribe server: not built")
         pytest.skip("transcribe server: not built (run scripts/transcribe-server build)")
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = int(sock.getsockname()[1])
-    log = tmp_path_factory.mktemp("transcribe-server") / "server.log"
-    server = tether.start([str(SCRIPT), "start", str(port)], log)
-    base = f"http://127.0.0.1:{port}/v1"
-    try:
-        deadline = time.monotonic() + STARTUP
-        while True:
-            if server.poll() is not None:
-                pytest.fail(f"transcribe server exited: {log.read_text(errors='replace')[-500:]}")
-            try:
-                if httpx.get(f"{base}/models", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(f"transcribe server not up after {STARTUP:g} s (log: {log})")
-            time.sleep(0.3)
+    log_dir = tmp_path_factory.mktemp("transcribe-server")
+    with tether.serving(SCRIPT, "transcribe server", log_dir, STARTUP) as base:
         yield base
-    finally:
-        tether.stop(server)
 
 
 @pytest.fixture
