@@ -105,12 +105,20 @@ def test_a_broken_endpoint_fails_the_riddle_in_one_line(
     assert b'name="prompt"\r\n\r\nx equals 20. y is 15. z equals 3.' in request.body
 
 
-def test_agree_fails_now_when_the_recognisers_differ(cli: Cli, endpoint: Endpoint) -> None:
-    synthesise("z equals fifty", cli.data / "z.wav", "en-us")
-    endpoint.route("/v1/audio/transcriptions", Scripted(200, verbose("Z equals 60.")))
-    submit_documents(cli, seed_riddle("unsure"))
+def run_under_agree(
+    cli: Cli, endpoint: Endpoint, riddle_id: str, said: str, transcribed: str
+) -> None:
+    """The seed riddle with `z` from a recording that says `said`, heard by the built-in
+    recogniser and by an endpoint that transcribes it as `transcribed`, under `agree`."""
+    synthesise(said, cli.data / "z.wav", "en-us")
+    endpoint.route("/v1/audio/transcriptions", Scripted(200, verbose(transcribed)))
+    submit_documents(cli, seed_riddle(riddle_id))
     env = {"RIDDLECTL_AUDIO_POLICY": "agree"}
     run(cli, f"{endpoint.url}/v1", "speech", "transcribe:scripted", "text", env=env)
+
+
+def test_agree_fails_now_when_the_recognisers_differ(cli: Cli, endpoint: Endpoint) -> None:
+    run_under_agree(cli, endpoint, "unsure", "z equals fifty", "Z equals 60.")
     queue, doc = final(cli, "unsure")
     assert queue == "failed"
     assert doc["error"].startswith("unsure: heard 'z equals fifty' and 'Z equals 60.'"), doc[
@@ -120,11 +128,7 @@ def test_agree_fails_now_when_the_recognisers_differ(cli: Cli, endpoint: Endpoin
 
 
 def test_agree_accepts_what_both_heard_and_the_review_says_so(cli: Cli, endpoint: Endpoint) -> None:
-    synthesise("z equals twenty", cli.data / "z.wav", "en-us")
-    endpoint.route("/v1/audio/transcriptions", Scripted(200, verbose("z equals 20.")))
-    submit_documents(cli, seed_riddle("sure"))
-    env = {"RIDDLECTL_AUDIO_POLICY": "agree"}
-    run(cli, f"{endpoint.url}/v1", "speech", "transcribe:scripted", "text", env=env)
+    run_under_agree(cli, endpoint, "sure", "z equals twenty", "z equals 20.")
     assert cli("result", "sure").out == "170\n"
     _, doc = final(cli, "sure")
     review = doc["solution"]["review"]
