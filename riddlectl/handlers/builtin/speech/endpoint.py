@@ -22,7 +22,6 @@ import hashlib
 import math
 import os
 import re
-import secrets
 from typing import Any
 
 import orjson
@@ -224,20 +223,9 @@ def confidence_of(segments: list[dict[str, float]]) -> float:
 
 def multipart(fields: dict[str, str], filename: str, content: bytes) -> tuple[bytes, str]:
     """A multipart/form-data body of `fields` and the recording (as `file`), and its
-    content type."""
-    boundary = f"riddlectl-{secrets.token_hex(12)}"
-    parts = []
-    for name, value in fields.items():
-        parts.append(
-            f'--{boundary}\r\nContent-Disposition: form-data; name="{name}"\r\n\r\n'
-            f"{value}\r\n".encode()
-        )
-    safe = filename.replace('"', "_").replace("\r", "_").replace("\n", "_")
-    parts.append(
-        f'--{boundary}\r\nContent-Disposition: form-data; name="file"; filename="{safe}"\r\n'
-        f"Content-Type: audio/wav\r\n\r\n".encode()
-        + content
-        + b"\r\n"
-    )
-    parts.append(f"--{boundary}--\r\n".encode())
-    return b"".join(parts), f"multipart/form-data; boundary={boundary}"
+    content type, as httpx encodes a form (the transport's own client: no new library)."""
+    import httpx
+
+    files = {"file": (filename, content, "audio/wav")}
+    request = httpx.Request("POST", "http://form.invalid/", data=fields, files=files)
+    return request.read(), request.headers["content-type"]
