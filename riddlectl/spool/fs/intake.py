@@ -25,8 +25,7 @@ from riddlectl.spool.fs.reading import Reading
 
 class Intake(Reading):
     def drop_in(self, queue: Queue, name: str, raw: bytes) -> None:
-        check_name(name)
-        atomic.write(self.dir(queue) / name, raw, self.tmp_dir, durable=self.durable)
+        self.drop_ins(queue, [(name, raw)])
 
     def drop_ins(self, queue: Queue, entries: Sequence[tuple[str, bytes]]) -> None:
         for name, _ in entries:
