@@ -271,8 +271,8 @@ def test_long_texts_fit_the_table_at_1280_px(server: Served, page: Any) -> None:
             http.post("/api/submit", json=doc).raise_for_status()
         http.post("/api/cancel", json={"ids": ["long-0-" + "x" * 60]}).raise_for_status()
     page.goto(f"{server.url}/app/table")
-    table = page.locator("table.riddles").bounding_box()
-    created = page.locator("table.riddles th", has_text="created").bounding_box()
+    table = _drawn_box(page, "table.riddles")
+    created = _drawn_box(page, "table.riddles th:has-text('created')")
     width = page.evaluate("document.documentElement.scrollWidth")
     assert table["x"] + table["width"] <= 1280 and width <= 1280, (table, width)
     assert created["x"] + created["width"] <= 1280, created
@@ -306,8 +306,8 @@ def test_dashboard_draws_its_charts(any_server: Served, page: Any) -> None:
         assert cancelled.status_code == 200, cancelled.text
     page.goto(f"{any_server.url}/app")
     for chart in ("#chart-throughput", "#chart-depth", "#chart-handlers"):
-        box = page.locator(chart).bounding_box()
-        assert box is not None and box["width"] > 300 and box["height"] > 100
+        box = _drawn_box(page, chart)
+        assert box["width"] > 300 and box["height"] > 100, (chart, box)
     page.wait_for_selector("#chart-depth text.legend")
     _until_text(page, "#totals", "1 failed")
     # Live: a riddle failed while the page is open shows without a reload.
@@ -352,9 +352,9 @@ def test_a_corrupt_file_fixed_in_the_editor_reaches_done(any_server: Served, pag
     assert page.inner_text("#solution").startswith("150")
 
 
-def test_cancel_asks_first(server: Served, page: Any) -> None:
-    assert server.cli("submit", "--id", "keep-me", "--question", "x =").code == 0
-    page.goto(f"{server.url}/app/riddle/keep-me")
+def test_cancel_asks_first(any_server: Served, page: Any) -> None:
+    assert any_server.cli("submit", "--id", "keep-me", "--question", "x =").code == 0
+    page.goto(f"{any_server.url}/app/riddle/keep-me")
     page.click("#action-cancel")
     page.wait_for_selector("#confirm")
     assert "cancel 1 riddle" in page.inner_text("#confirm")
@@ -383,6 +383,17 @@ def test_dark_mode_and_768_px(server: Served, browser: Any) -> None:
         _shoot(page, "dark.png")
     finally:
         context.close()
+
+
+def _drawn_box(page: Any, selector: str) -> dict[str, float]:
+    """The box of an element the live page may be swapping for a fresh copy: a box
+    measured while the old copy is being replaced reads as none, so measure again."""
+    for _ in range(50):
+        box = page.locator(selector).bounding_box()
+        if box is not None:
+            return box
+        page.wait_for_timeout(100)
+    raise AssertionError(f"{selector}: never drawn")
 
 
 def _until_text(page: Any, selector: str, text: str) -> None:
