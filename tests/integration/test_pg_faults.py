@@ -54,9 +54,17 @@ ONE_SHOT: dict[str, tuple[str, ...]] = {
     "doctor": ("doctor",),
     "metrics": ("metrics",),
     "run-once": ("run", "--once"),
+    "agent-once": ("agent", "extract", "--once"),
+    "agents": ("agents",),
+    "corrupt-list": ("corrupt", "list"),
+    "ingest": ("ingest", "inbox"),
+    "copy": ("copy", "--to", "copied"),
 }
-# What a role that may only read is still allowed to do.
-READS = {"status", "status-id", "show", "result", "events", "metrics", "doctor"}
+# What a role that may only read is still allowed to do (a copy reads its source only).
+READS = {
+    "status", "status-id", "show", "result", "events", "metrics", "doctor", "agents",
+    "corrupt-list", "copy",
+}
 
 
 def refused_in_one_line(done: object) -> str:
@@ -70,6 +78,9 @@ def refused_in_one_line(done: object) -> str:
 
 
 def run_one_shot(cli: Cli, name: str) -> object:
+    if name == "ingest":  # a directory holding one riddle, in the test's own directory
+        Path("inbox").mkdir()
+        Path("inbox/fresh.json").write_text(SUBMIT)
     return cli(*ONE_SHOT[name], input=SUBMIT if name == "submit" else None, timeout=90)
 
 
@@ -486,7 +497,9 @@ def test_a_long_running_agent_waits_for_the_server_then_goes_on(
     try:
         waiting = read_line(agent)
         assert "the spool cannot be used" in waiting and "waiting" in waiting, waiting
-        time.sleep(1.5)  # it keeps trying meanwhile, quietly
+        # It keeps trying meanwhile, quietly: after 0.5 s, then 1.5 s (when the server is
+        # back, started now), 3.5 s… (see riddlectl.agent.supervisor.patiently).
+        time.sleep(0.3)
         assert agent.poll() is None
         if how == "down":
             server.start()
