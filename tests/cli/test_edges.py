@@ -118,10 +118,14 @@ def tmpfs(where: Path, size: str = "4m") -> Iterator[Path]:
         subprocess.run(["umount", "-l", str(where)], check=False)
 
 
-@pytest.fixture
-def read_only_cli(tmp_path: Path, data_dir: Path) -> Iterator[Cli]:
-    """A spool with `r1` done and `p1` pending, on a real file system remounted read-only."""
-    with tmpfs(tmp_path / "disk") as disk:
+@pytest.fixture(scope="module")
+def read_only_cli(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cli]:
+    """A spool with `r1` done and `p1` pending, on a real file system remounted read-only:
+    one for the module, since nothing can change it (each test checks that it did not)."""
+    where = tmp_path_factory.mktemp("read-only")
+    data_dir = where / "data"
+    shutil.copytree(ROOT / "data" / "share", data_dir)
+    with tmpfs(where / "disk") as disk:
         cli = Cli(disk / "spool", data_dir)
         submit_two(cli)
         subprocess.run(["mount", "-o", "remount,ro", str(disk)], check=True)

@@ -254,16 +254,16 @@ class Follower:
 
 @pytest.mark.parametrize("max_bytes", [1 << 30, 256 * 1024], ids=["one-log", "rotated"])
 def test_follow_loses_nothing_while_it_starts_or_the_log_rotates(cli: Cli, max_bytes: int) -> None:
-    """A writer appends 30,000 events over a few seconds while followers start one after
+    """A writer appends 15,000 events over a few seconds while followers start one after
     the other; each must print every event from its first on, once, in order — across
-    rotations of the log too."""
+    rotations of the log too (a rotated log turns over three times or more)."""
     cli("init")
-    total = 30_000
+    total = 15_000
     log = cli.spool / "events.jsonl"
     writer = subprocess.Popen([sys.executable, "-c", WRITER, str(log), str(total), str(max_bytes)])
     followers = []
     while writer.poll() is None and len(followers) < 4:
-        time.sleep(0.3)
+        time.sleep(0.25)
         followers.append(Follower(cli))
     assert writer.wait(timeout=120) == 0
     assert len(followers) >= 2, "the writer finished before the followers started"
