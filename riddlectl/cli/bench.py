@@ -26,6 +26,10 @@ def bench(
     riddles: Annotated[
         int, typer.Option(help="Generated riddles for the throughput run.", min=1)
     ] = 2000,
+    latency_riddles: Annotated[
+        int,
+        typer.Option(help="Riddles sent one at a time for the latency run (p50, p99).", min=1),
+    ] = 100,
     agents_per_stage: Annotated[int, typer.Option(help="Agent processes per stage.", min=1)] = 1,
     no_fsync: Annotated[bool, typer.Option("--no-fsync", help="Writes without fsync.")] = False,
     mode: Annotated[
@@ -115,7 +119,12 @@ def bench(
     elif web:
         _web_bench(web_riddles, riddles, as_json, web_events)
     else:
-        shape = {"mode": mode.value, "rounds": rounds, "agents_per_stage": agents_per_stage}
+        shape = {
+            "mode": mode.value,
+            "rounds": rounds,
+            "agents_per_stage": agents_per_stage,
+            "latency_riddles": latency_riddles,
+        }
         _bench_pipeline(
             ctx, riddles, shape, no_fsync, status_riddles, submit_riddles, peers, as_json
         )

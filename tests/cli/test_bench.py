@@ -29,7 +29,7 @@ def bench_json(*args: str, global_args: tuple[str, ...] = ()) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def outcome() -> dict[str, Any]:
-    return bench_json("--riddles", "30")
+    return bench_json("--riddles", "30", "--latency-riddles", "20")
 
 
 @pytest.mark.timeout(180)
@@ -48,7 +48,7 @@ def test_every_riddle_is_done_and_rates_are_positive(outcome: dict[str, Any]) ->
 @pytest.mark.timeout(180)
 def test_latency_percentiles_are_ordered(outcome: dict[str, Any]) -> None:
     latency = outcome["latency"]
-    assert latency["riddles"] >= 1
+    assert latency["riddles"] == outcome["options"]["latency_riddles"] == 20
     assert latency["failed"] == 0
     assert 0 < latency["p50_ms"] <= latency["p99_ms"] <= latency["max_ms"]
     assert isinstance(latency["capped"], bool)
@@ -120,7 +120,8 @@ def test_startup_reports_each_command_and_the_ratio() -> None:
 @pytest.mark.timeout(300)
 def test_a_bulk_submit_is_timed_on_postgresql(pg_url: str) -> None:
     outcome = bench_json(
-        "--riddles", "5", "--submit-riddles", "500", global_args=("--spool", pg_url)
+        "--riddles", "5", "--latency-riddles", "5", "--submit-riddles", "500",
+        global_args=("--spool", pg_url),
     )
     bulk = outcome["bulk_submit"]
     assert bulk["riddles"] == 500
