@@ -120,7 +120,12 @@ def test_startup_reports_each_command_and_the_ratio() -> None:
 @pytest.mark.timeout(300)
 def test_a_bulk_submit_is_timed_on_postgresql(pg_url: str) -> None:
     outcome = bench_json(
-        "--riddles", "5", "--latency-riddles", "5", "--submit-riddles", "500",
+        "--riddles",
+        "5",
+        "--latency-riddles",
+        "5",
+        "--submit-riddles",
+        "500",
         global_args=("--spool", pg_url),
     )
     bulk = outcome["bulk_submit"]

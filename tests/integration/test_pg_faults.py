@@ -62,8 +62,16 @@ ONE_SHOT: dict[str, tuple[str, ...]] = {
 }
 # What a role that may only read is still allowed to do (a copy reads its source only).
 READS = {
-    "status", "status-id", "show", "result", "events", "metrics", "doctor", "agents",
-    "corrupt-list", "copy",
+    "status",
+    "status-id",
+    "show",
+    "result",
+    "events",
+    "metrics",
+    "doctor",
+    "agents",
+    "corrupt-list",
+    "copy",
 }
 
 
