@@ -351,7 +351,9 @@ def test_status_watch_refreshes_until_interrupted(cli: Cli) -> None:
 
 
 def test_a_drop_in_that_is_no_riddle_is_set_aside_with_a_one_line_reason(cli: Cli) -> None:
-    write_json(cli.spool / "incoming" / "odd.json", {"riddle": "what is 1 + 1?", "priority": "x"})
+    odd = cli.spool / "incoming" / "odd.json"
+    write_json(odd, {"riddle": "what is 1 + 1?", "priority": "x"})
+    os.utime(odd, (time.time() - 60,) * 2)  # written a minute ago: past the drop-in grace
     assert cli("run", "--once").code == 0
     reason = (cli.spool / "corrupt" / "odd.json.reason").read_text().strip()
     assert reason.endswith(
