@@ -206,6 +206,7 @@ def peers_phase(options: BenchOptions) -> list[dict[str, Any]]:
         fsync=options.fsync,
         stall_timeout=options.stall_timeout,
         latency_cap=options.latency_cap,
+        pause=options.pause,
     )
     with tempfile.TemporaryDirectory(prefix="riddlectl-peers-") as tmp:
         return run_peers(options.peers, Path(tmp), peer_options)

@@ -46,8 +46,11 @@ class BenchOptions:
     mode: str = "agents"
     # Rounds of riddlectl's run and the peers' in turn (A B A B), with `pause` seconds
     # between runs, so that the disk's moods fall on both; 1 when there are no peers.
+    # A run deletes thousands of files, and the next run's flushes paid for that for tens
+    # of seconds here (riddlectl fell from 1,119 to 479 riddles/s between rounds a second
+    # apart, and held 987-1,037 with 35 s between): hence half a minute.
     rounds: int = 2
-    pause: float = 1.0
+    pause: float = 30.0
     # The kind of spool to run on, given as a location (the global `--spool`): the run
     # makes a new one of that kind (`scratch_spool`: a temporary directory, or a schema
     # `riddlectl_bench_PID` on the same PostgreSQL server) and drops it at the end.

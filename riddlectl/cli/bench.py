@@ -45,6 +45,14 @@ def bench(
             min=1,
         ),
     ] = 2,
+    pause: Annotated[
+        float,
+        typer.Option(
+            help="With --peers: seconds between one run and the next, so that the files "
+            "one run deleted do not slow the next one's flushes.",
+            min=0,
+        ),
+    ] = 30.0,
     status_riddles: Annotated[
         int, typer.Option(help="Also time `status` over a spool this large.", min=0)
     ] = 0,
@@ -124,6 +132,7 @@ def bench(
             "rounds": rounds,
             "agents_per_stage": agents_per_stage,
             "latency_riddles": latency_riddles,
+            "pause": pause,
         }
         _bench_pipeline(
             ctx, riddles, shape, no_fsync, status_riddles, submit_riddles, peers, as_json

@@ -31,6 +31,7 @@ class PeerOptions:
     poll: float = 0.005  # seconds between looks of an idle polling worker
     stall_timeout: float = 30.0
     latency_cap: float = 15.0  # seconds for the whole latency phase (then `capped`)
+    pause: float = 0.0  # seconds between one peer's run and the next's
 
 
 class Stalled(Exception):
@@ -161,6 +162,12 @@ def _wait(channel: DoneChannel, workers: Workers, timeout: float) -> float:
 
 
 def run_peers(names: tuple[str, ...], scratch: Path, options: PeerOptions) -> list[dict[str, Any]]:
-    """Every peer in turn, each in its own directory under `scratch`."""
+    """Every peer in turn, each in its own directory under `scratch`, `options.pause`
+    seconds apart."""
     scratch.mkdir(parents=True, exist_ok=True)
-    return [run_peer(name, scratch, options) for name in names]
+    outcomes = []
+    for index, name in enumerate(names):
+        if index:
+            time.sleep(options.pause)
+        outcomes.append(run_peer(name, scratch, options))
+    return outcomes
