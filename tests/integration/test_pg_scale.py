@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import contextlib
+import math
 import shutil
 import tempfile
 import time
@@ -127,6 +128,57 @@ def test_doctor_warns_when_autovacuum_is_off_for_the_server(data_dir: Path) -> N
         assert "autovacuum = on" in line  # what to do
         shown = cli("doctor", "--json").json()
         assert isinstance(shown, dict) and shown["database"]["autovacuum"] is False
+
+
+def test_doctor_names_a_table_without_autovacuum_and_its_dead_rows(
+    healthy_server: str, data_dir: Path
+) -> None:
+    cli = _doctor_cli(healthy_server, data_dir)
+    assert cli("submit", "-", input=_lines([example_doc(id="e1")])).code == 0
+    dead = health.DEAD_FLOOR + 2_000
+    # Rows inserted and deleted by another application: dead until a vacuum takes them,
+    # and none will (the table's autovacuum is off). The connection's end sends its
+    # counts to the server's statistics.
+    with psycopg.connect(healthy_server, autocommit=True) as conn:
+        conn.execute('ALTER TABLE "spool".events SET (autovacuum_enabled = false)')
+        conn.execute(
+            'INSERT INTO "spool".events (at, body) SELECT 0, %s FROM generate_series(1, %s)',
+            ("{}", dead),
+        )
+        conn.execute('DELETE FROM "spool".events WHERE at = 0')
+    done = cli("doctor")
+    assert done.code == 1, done.err
+    lines = sorted(done.out.splitlines())
+    assert len(lines) == 2, lines
+    assert lines[0].startswith("found\tautovacuum\tspool.events\tautovacuum is off for the table")
+    assert "RESET (autovacuum_enabled)" in lines[0]  # what to do
+    assert lines[1].startswith(f"found\tdead-rows\tspool.events\t{dead} dead rows beside ")
+    assert 'run VACUUM "spool".events' in lines[1]
+    tables = cli("doctor", "--json").json()["database"]["tables"]  # type: ignore[index]
+    assert tables["events"]["dead_rows"] == dead and tables["events"]["autovacuum"] is False
+
+
+def test_doctor_warns_when_the_connections_near_the_servers_limit(
+    healthy_server: str, data_dir: Path
+) -> None:
+    cli = _doctor_cli(healthy_server, data_dir)
+    with psycopg.connect(healthy_server) as conn:
+        allowed = conn.execute(
+            "SELECT current_setting('max_connections')::int"
+            " - current_setting('superuser_reserved_connections')::int"
+        ).fetchone()[0]  # type: ignore[index]
+    near = math.ceil(health.CONNECTIONS_NEAR * allowed)
+    held = [psycopg.connect(healthy_server, application_name="pool") for _ in range(near)]
+    try:
+        done = cli("doctor")
+    finally:
+        for conn in held:
+            conn.close()
+    assert done.code == 1, done.err
+    (line,) = done.out.splitlines()
+    assert line.startswith("found\tconnections\tserver\t"), line
+    assert f"of {allowed} connections in use" in line and "connection pooler" in line
+    assert cli("doctor").code == 0  # closed: quiet again
 
 
 def test_doctor_names_a_transaction_held_open(healthy_server: str, data_dir: Path) -> None:
