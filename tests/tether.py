@@ -24,13 +24,29 @@ from types import FrameType
 PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
 
-def start(argv: list[str], log: Path) -> subprocess.Popen[bytes]:
+# The servers the tests start compute on one thread each: the other test worker always
+# holds a core, and llama.cpp's threads spin at each step's barrier while a peer waits
+# for one (the model tests took 223 s with two threads beside one busy process, 99 s with
+# one). The scripts' own default, for a machine of one's own, stays two.
+ONE_THREAD = {"RIDDLECTL_MODEL_THREADS": "1", "RIDDLECTL_TRANSCRIBE_THREADS": "1"}
+
+
+def start(argv: list[str], log: Path, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
     """`argv` running, tied to this process, its output in `log`."""
     tethered = [sys.executable, str(Path(__file__).resolve()), str(os.getpid()), *argv]
     with log.open("wb") as out:
         return subprocess.Popen(
-            tethered, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+            tethered,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            env=None if env is None else {**os.environ, **env},
         )
+
+
+def _chosen() -> dict[str, str]:
+    """The thread counts set in the environment, which win over ONE_THREAD."""
+    return {name: os.environ[name] for name in ONE_THREAD if name in os.environ}
 
 
 @contextlib.contextmanager
@@ -45,7 +61,7 @@ def serving(script: Path, name: str, log_dir: Path, startup: float) -> Iterator[
         sock.bind(("127.0.0.1", 0))
         port = int(sock.getsockname()[1])
     log = log_dir / "server.log"
-    server = start([str(script), "start", str(port)], log)
+    server = start([str(script), "start", str(port)], log, {**ONE_THREAD, **_chosen()})
     base = f"http://127.0.0.1:{port}/v1"
     try:
         deadline = time.monotonic() + startup
