@@ -31,8 +31,11 @@ PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 ONE_THREAD = {"RIDDLECTL_MODEL_THREADS": "1", "RIDDLECTL_TRANSCRIBE_THREADS": "1"}
 
 
-def start(argv: list[str], log: Path, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
-    """`argv` running, tied to this process, its output in `log`."""
+def start(
+    argv: list[str], log: Path, defaults: dict[str, str] | None = None
+) -> subprocess.Popen[bytes]:
+    """`argv` running, tied to this process, its output in `log`; `defaults` are
+    environment variables for it that the environment, where it sets them, overrides."""
     tethered = [sys.executable, str(Path(__file__).resolve()), str(os.getpid()), *argv]
     with log.open("wb") as out:
         return subprocess.Popen(
@@ -40,13 +43,8 @@ def start(argv: list[str], log: Path, env: dict[str, str] | None = None) -> subp
             stdout=out,
             stderr=subprocess.STDOUT,
             start_new_session=True,
-            env=None if env is None else {**os.environ, **env},
+            env=None if defaults is None else {**defaults, **os.environ},
         )
-
-
-def _chosen() -> dict[str, str]:
-    """The thread counts set in the environment, which win over ONE_THREAD."""
-    return {name: os.environ[name] for name in ONE_THREAD if name in os.environ}
 
 
 @contextlib.contextmanager
@@ -61,7 +59,7 @@ def serving(script: Path, name: str, log_dir: Path, startup: float) -> Iterator[
         sock.bind(("127.0.0.1", 0))
         port = int(sock.getsockname()[1])
     log = log_dir / "server.log"
-    server = start([str(script), "start", str(port)], log, {**ONE_THREAD, **_chosen()})
+    server = start([str(script), "start", str(port)], log, ONE_THREAD)
     base = f"http://127.0.0.1:{port}/v1"
     try:
         deadline = time.monotonic() + startup

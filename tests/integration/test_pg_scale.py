@@ -163,10 +163,7 @@ def test_doctor_warns_when_the_connections_near_the_servers_limit(
 ) -> None:
     cli = _doctor_cli(healthy_server, data_dir)
     with psycopg.connect(healthy_server) as conn:
-        allowed = conn.execute(
-            "SELECT current_setting('max_connections')::int"
-            " - current_setting('superuser_reserved_connections')::int"
-        ).fetchone()[0]  # type: ignore[index]
+        allowed = conn.execute(health.CONNECTIONS).fetchone()[1]  # type: ignore[index]
     near = math.ceil(health.CONNECTIONS_NEAR * allowed)
     held = [psycopg.connect(healthy_server, application_name="pool") for _ in range(near)]
     try:
