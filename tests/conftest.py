@@ -58,10 +58,16 @@ MARK_BY_IMPORT = {
 # Tests that share one costly thing per process, for one xdist worker under `--dist
 # loadgroup`: one llama.cpp server, one Chromium; and every test of the shared PostgreSQL
 # server on one worker, as some end other sessions on it (a server restart, an
-# administrator's command) and would end another worker's too. A browser test on
+# administrator's command) and would end another worker's too (a test that starts a
+# server of its own says so, `tests.pg.OWN_SERVER`, and need not wait for that worker).
+# A browser test on
 # PostgreSQL goes with PostgreSQL (the first mark found wins). (pytest-xdist 3.8 ignores
 # the groups under pytest 9.2, pytest-xdist#1386: the test extra keeps pytest below 9.2.)
 GROUP_BY_MARK = {"postgres": "postgres", "model": "model", "browser": "browser"}
+# The other tests of a module that share a fixture built once per module (a bench run, a
+# server, every hostile case run at once) go on one worker too: spread over four, each
+# worker would build it again.
+SHARED_SCOPES = ("module", "package")
 
 
 # First: before `-m` deselects by marker and before xdist reads the groups.
@@ -73,10 +79,25 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         needs |= imported_needs(getattr(item, "module", None))
         for name in sorted(needs - {mark.name for mark in item.iter_markers()}):
             item.add_marker(name)
-        for mark, group in GROUP_BY_MARK.items():
-            if item.get_closest_marker(mark) is not None:
-                item.add_marker(pytest.mark.xdist_group(group))
-                break
+        group = worker_group(item)
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
+
+
+def worker_group(item: pytest.Item) -> str | None:
+    """The xdist group of `item`: none when it names its own (`tests.pg.OWN_SERVER`), else
+    its mark's, else its module's when it shares a module-scoped fixture, else none (any
+    worker)."""
+    if item.get_closest_marker("xdist_group") is not None:
+        return None
+    for mark, group in GROUP_BY_MARK.items():
+        if item.get_closest_marker(mark) is not None:
+            return group
+    info = getattr(item, "_fixtureinfo", None)
+    definitions = info.name2fixturedefs.values() if info is not None else ()
+    if any(d.scope in SHARED_SCOPES for defs in definitions for d in defs):
+        return item.nodeid.split("::", 1)[0]
+    return None
 
 
 def imported_needs(module: object) -> set[str]:

@@ -36,6 +36,13 @@ IN_CI = os.environ.get("CI") == "true"
 OFF = CONFIGURED == "off"
 
 
+def own_server(name: str) -> pytest.MarkDecorator:
+    """Marks tests that use only servers they start themselves, never the shared one: they
+    run beside its tests (which keep to one worker, as some end other sessions on it), the
+    tests of one `name` on one worker, where they share a server per module."""
+    return pytest.mark.xdist_group(f"own-server-{name}")
+
+
 def refuse_when_off() -> None:
     if OFF:
         pytest.fail(

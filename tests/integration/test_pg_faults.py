@@ -400,6 +400,9 @@ class Throwaway:
         self.state = "up"
 
 
+OWN_SERVER = pg.own_server("faults")
+
+
 @pytest.fixture(scope="module")
 def throwaway() -> Iterator[tuple[Throwaway, Cli]]:
     if pg.as_postgres() is None or not pg.binary("initdb") or not pg.binary("pg_ctl"):
@@ -434,6 +437,7 @@ def unreachable(
     return server, cli
 
 
+@OWN_SERVER
 @pytest.mark.parametrize("name", sorted(ONE_SHOT))
 def test_a_server_down_starting_up_or_read_only_is_told_in_one_line(
     unreachable: tuple[Throwaway, Cli], name: str
@@ -448,6 +452,7 @@ def test_a_server_down_starting_up_or_read_only_is_told_in_one_line(
         assert "read-only" in line, line
 
 
+@OWN_SERVER
 def test_serve_on_a_server_down_starting_up_or_read_only(
     unreachable: tuple[Throwaway, Cli],
 ) -> None:
@@ -491,6 +496,7 @@ def read_line(proc: subprocess.Popen[bytes], timeout: float = 60) -> str:
     return line.decode()
 
 
+@OWN_SERVER
 @pytest.mark.parametrize("how", ["down", "starting up"])
 @pytest.mark.parametrize("command", [("agent", "extract"), ("run",)])
 def test_a_long_running_agent_waits_for_the_server_then_goes_on(
@@ -524,6 +530,7 @@ def test_a_long_running_agent_waits_for_the_server_then_goes_on(
     assert rest.count(b"the spool cannot be used") == 0, rest.decode()  # said once, above
 
 
+@OWN_SERVER
 def test_an_agent_waiting_for_the_server_stops_at_sigterm(tmp_path: Path) -> None:
     nothing_there = Cli("postgresql://postgres@127.0.0.1:1/postgres", tmp_path)
     agent = nothing_there.popen("agent", "extract")
@@ -535,6 +542,7 @@ def test_an_agent_waiting_for_the_server_stops_at_sigterm(tmp_path: Path) -> Non
     assert agent.returncode == 0 and rest == b"", rest.decode()
 
 
+@OWN_SERVER
 def test_a_running_agent_outlives_a_server_restart_saying_so_once(
     throwaway: tuple[Throwaway, Cli],
 ) -> None:
@@ -559,6 +567,7 @@ def test_a_running_agent_outlives_a_server_restart_saying_so_once(
     assert b"cannot be used" not in rest, rest.decode()  # said once, above
 
 
+@OWN_SERVER
 def test_a_full_disk_is_told_in_one_line_and_nothing_is_stored(
     throwaway: tuple[Throwaway, Cli], tmp_path: Path
 ) -> None:
@@ -620,6 +629,7 @@ def history(cli: Cli, riddle_id: str) -> list[dict[str, object]]:
     return list(doc.get("history") or [])
 
 
+@OWN_SERVER
 def test_a_down_server_under_serve_answers_503(throwaway: tuple[Throwaway, Cli]) -> None:
     server, cli = throwaway
     if server.state != "up":

@@ -37,7 +37,7 @@ from tests.pg import IN_CI
 from tests.rig import until
 
 # Its own PostgreSQL servers, not the `pg_*` fixtures: marked by hand.
-pytestmark = pytest.mark.postgres
+pytestmark = [pytest.mark.postgres, pg.own_server("hosts")]
 
 # The server's TCP settings: a silent peer is probed after 1 s, every 1 s, dropped after 2
 # unanswered probes; unacknowledged data is given up on after 2 s.

@@ -92,6 +92,9 @@ def _server(*options: str) -> Iterator[str]:
         shutil.rmtree(home, ignore_errors=True)
 
 
+OWN_SERVER = pg.own_server("health")
+
+
 @pytest.fixture(scope="module")
 def healthy_server() -> Iterator[str]:
     with _server() as url:
@@ -106,6 +109,7 @@ def _doctor_cli(url: str, data_dir: Path) -> Cli:
     return cli
 
 
+@OWN_SERVER
 def test_doctor_is_quiet_on_a_healthy_database(healthy_server: str, data_dir: Path) -> None:
     cli = _doctor_cli(healthy_server, data_dir)
     done = cli("doctor")
@@ -118,6 +122,7 @@ def test_doctor_is_quiet_on_a_healthy_database(healthy_server: str, data_dir: Pa
     assert database["connections"] >= 1 and database["max_connections"] > 0
 
 
+@OWN_SERVER
 def test_doctor_warns_when_autovacuum_is_off_for_the_server(data_dir: Path) -> None:
     with _server("-cautovacuum=off") as url:
         cli = _doctor_cli(url, data_dir)
@@ -130,6 +135,7 @@ def test_doctor_warns_when_autovacuum_is_off_for_the_server(data_dir: Path) -> N
         assert isinstance(shown, dict) and shown["database"]["autovacuum"] is False
 
 
+@OWN_SERVER
 def test_doctor_names_a_table_without_autovacuum_and_its_dead_rows(
     healthy_server: str, data_dir: Path
 ) -> None:
@@ -158,6 +164,7 @@ def test_doctor_names_a_table_without_autovacuum_and_its_dead_rows(
     assert tables["events"]["dead_rows"] == dead and tables["events"]["autovacuum"] is False
 
 
+@OWN_SERVER
 def test_doctor_warns_when_the_connections_near_the_servers_limit(
     healthy_server: str, data_dir: Path
 ) -> None:
@@ -178,6 +185,7 @@ def test_doctor_warns_when_the_connections_near_the_servers_limit(
     assert cli("doctor").code == 0  # closed: quiet again
 
 
+@OWN_SERVER
 def test_doctor_names_a_transaction_held_open(healthy_server: str, data_dir: Path) -> None:
     cli = _doctor_cli(healthy_server, data_dir)
     with psycopg.connect(healthy_server, application_name="forgot-to-commit") as held:
@@ -194,6 +202,7 @@ def test_doctor_names_a_transaction_held_open(healthy_server: str, data_dir: Pat
     assert cli("doctor").code == 0  # ended: quiet again
 
 
+@OWN_SERVER
 def test_metrics_show_dead_rows_and_the_oldest_transaction(
     healthy_server: str, data_dir: Path
 ) -> None:
@@ -215,6 +224,7 @@ def test_metrics_show_dead_rows_and_the_oldest_transaction(
     assert float(age.split()[1]) >= 1.0
 
 
+@OWN_SERVER
 def test_doctor_warns_of_a_schema_older_than_the_code(healthy_server: str, data_dir: Path) -> None:
     pg_cli = _doctor_cli(healthy_server, data_dir)
     with psycopg.connect(pg.without_schema(str(pg_cli.spool)), autocommit=True) as conn:
