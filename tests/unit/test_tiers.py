@@ -56,3 +56,39 @@ def test_a_test_that_reaches_for_postgresql_fails_when_it_is_off(
     for reach in (pg.require, lambda: pg.start(tmp_path, [])):
         with pytest.raises(pytest.fail.Exception, match=r"RIDDLECTL_TEST_PG=off.*`postgres`"):
             reach()
+
+
+def groups(*paths: str) -> dict[str, str]:
+    """Each test of `paths` and the xdist group the full run puts it in ("-": none)."""
+    lines = collected("-p", "tests.helpers.show_groups", *paths)
+    rows = [
+        line.removeprefix("GROUP ").rsplit(" ", 1) for line in lines if line.startswith("GROUP ")
+    ]
+    return {nodeid: group for nodeid, group in rows}
+
+
+def test_the_full_run_keeps_shared_things_on_one_worker_and_nothing_else() -> None:
+    found = groups(
+        "tests/integration/test_pg_spool.py",
+        "tests/integration/test_pg_scale.py",
+        "tests/integration/test_hostile_input.py",
+        "tests/unit/test_numbers.py",
+    )
+    by_file: dict[str, set[str]] = {}
+    for nodeid, group in found.items():
+        by_file.setdefault(nodeid.split("::", 1)[0], set()).add(group)
+    # The shared server's tests together, as some end other sessions on it.
+    assert by_file["tests/integration/test_pg_spool.py"] == {"postgres"}
+    # Tests on servers of their own beside them; the ones on the shared server with it.
+    scale = {n.split("::", 1)[1]: g for n, g in found.items() if "test_pg_scale" in n}
+    assert scale["test_doctor_names_a_transaction_held_open"] == "own-server-health"
+    assert scale["test_a_bulk_submit_stores_every_riddle_with_its_data_files"] == "postgres"
+    # A module-scoped fixture is built once: its tests on one worker; the rest anywhere.
+    hostile = "tests/integration/test_hostile_input.py"
+    shared = {
+        n: g
+        for n, g in found.items()
+        if n.startswith(hostile + "::test_submit_refuses_hostile_document[")
+    }
+    assert shared and set(shared.values()) == {hostile}
+    assert by_file["tests/unit/test_numbers.py"] == {"-"}
