@@ -49,6 +49,7 @@ class Worker:
     stop: threading.Event = field(default_factory=threading.Event)
     batch: int = BATCH
     contended: int = 0  # riddles skipped in the last tick because another agent held them
+    drained: bool = False  # the last tick emptied every inbox it looked at (`Spool.drained`)
     spare: bool = False  # added while handlers hang; retires when idle
     on_slow: Callable[[], None] | None = None  # called when one of its handler calls is slow
     _last_sweep: float = 0.0
@@ -63,6 +64,7 @@ class Worker:
         inboxes, or parents it resumed): none means there was nothing to do."""
         moved = 0
         self.contended = 0
+        self.drained = True
         trace.woke()
         stages = self.stages
         for stage in reversed(stages):  # downstream first: finish before starting
@@ -71,7 +73,9 @@ class Worker:
         sweeps = SOLVE in stages or MANAGE in stages
         if sweeps and time.monotonic() - self._last_sweep > SWEEP_EVERY:
             self._last_sweep = time.monotonic()
-            moved += self.pipeline.parents.sweep()
+            resumed = self.pipeline.parents.sweep()
+            moved += resumed
+            self.drained = self.drained and not resumed
         if time.monotonic() - self._last_recovery > RECOVER_EVERY:
             self._last_recovery = time.monotonic()
             self.pipeline.recover_events()
@@ -82,6 +86,7 @@ class Worker:
         claims = spool.claim_and_begin(stage.inbox, limit=self.batch)
         trace.claimed()
         self.contended += spool.contended
+        self.drained = self.drained and spool.drained
         self._run(stage, claims)
         return len(claims)
 
@@ -180,6 +185,7 @@ def run_workers(
         crew.start()
         while crew.alive() and not stop.is_set():
             crew.join(0.2)
+        wake.set()  # idle workers see `stop` now, not at their next look
         _wind_down(crew, hurry or threading.Event(), grace)
     finally:
         stop.set()
@@ -308,6 +314,12 @@ class Crew:
                     self.on_tick()
                 if moved:
                     pause, contended = MIN_PAUSE, 0
+                    if not self.once and worker.drained:
+                        # Every inbox was emptied: a riddle arriving meanwhile has set
+                        # `wake`, so wait for it instead of asking the spool again at once
+                        # (on PostgreSQL a query per stage and riddle at low load).
+                        self.wake.wait(IDLE_POLL)
+                        self.wake.clear()
                     continue
                 if worker.contended:
                     # Their holder is moving them on right now (our wake-up came from its

@@ -132,6 +132,10 @@ class Spool(abc.ABC):
     # Riddles the last `claim` skipped because another agent held them (0 where claims
     # never contend across processes): the agent loop looks again soon when it is not 0.
     contended: int = 0
+    # Whether the last `claim` saw its whole queue and took every riddle due in it (fewer
+    # than its limit): the agent loop then waits for the next wake-up instead of claiming
+    # again at once. False where a claim may look at part of a queue only.
+    drained: bool = False
     # Called with the id, once per `claim_id`, when that claim has waited `WAIT_NOTICE` s
     # for the riddle's holder: how a command tells its user why it is silent.
     on_wait: Callable[[str], None] | None = None

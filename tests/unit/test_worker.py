@@ -11,9 +11,11 @@ import pytest
 
 from riddlectl.agent import worker as worker_mod
 from riddlectl.agent.worker import DiskTrouble, run_workers
+from riddlectl.document import codec
 from riddlectl.handlers.base import Job
 from riddlectl.pipeline.retry import RetryPolicy
-from riddlectl.spool.contract import Spool
+from riddlectl.spool import open_spool
+from riddlectl.spool.contract import Claim, Spool
 from riddlectl.spool.states import Queue
 from tests.rig import Rig, accept, answer, until
 from tests.unit.test_pipeline import QUESTION, parts
@@ -100,3 +102,49 @@ def test_disk_trouble_backs_off_doubling_and_says_so_once(
     trouble.clear()
     assert capsys.readouterr().err == "riddlectl: the spool is writable again\n"
     assert trouble.back_off(full) == 0.5
+
+
+def test_an_agent_on_postgresql_asks_once_per_riddle_and_hears_what_arrives_meanwhile(
+    pg_spool: Spool, pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # No look but the wake-ups within the test's time: a riddle is brought on by the
+    # notification of its arrival or not at all.
+    monkeypatch.setattr(worker_mod, "IDLE_POLL", 60.0)
+    submitter = open_spool(pg_url, create=False)  # another client, as `submit` would be
+    rig = Rig(pg_spool, tmp_path / "rig")
+
+    def solve_and_pose_another(job: Job) -> dict[str, Any]:
+        if job.riddle.id == "first":  # arrives while the agent handles this one
+            skips_extract = {"extract": {"required": False}}
+            doc = {**QUESTION, "id": "second", "status": skips_extract}
+            submitter.add([codec.to_riddle(doc, "second")])
+        return {"solution": "1"}
+
+    rig.use("solve", solve_and_pose_another)
+    claims = []
+    claim_and_begin = pg_spool.claim_and_begin
+
+    def counted(queue: Queue, limit: int = 1, now: float | None = None) -> list[Claim]:
+        claimed = claim_and_begin(queue, limit, now)
+        claims.append(len(claimed))
+        return claimed
+
+    monkeypatch.setattr(pg_spool, "claim_and_begin", counted)
+    stop = threading.Event()
+    solver = threading.Thread(
+        target=run_workers,
+        args=([rig.worker(["solve"])],),
+        kwargs={"once": False, "stop": stop, "inboxes": [Queue.EXTRACTED]},
+    )
+    solver.start()
+    try:
+        until(lambda: claims == [0])  # started, found nothing, waits
+        rig.submit({**QUESTION, "id": "first"})
+        until(lambda: "second" in pg_spool.ids(Queue.SOLVED), 20)
+    finally:
+        stop.set()
+        solver.join(10)
+        submitter.disconnect()  # type: ignore[attr-defined]
+    assert rig.queue("first") is Queue.SOLVED
+    # One query per riddle: none asked again at once after a riddle, to find nothing.
+    assert claims == [0, 1, 1]

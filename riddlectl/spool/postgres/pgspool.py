@@ -230,6 +230,9 @@ class PgSpool(Reading, Spool):
         self.inputs.read_if_due(queue)
         params = {"queue": queue.value, "now": now, "limit": limit, "begin_first": begin_first}
         rows = self.db.single(sql.CLAIM, params, hold=True)
+        # One query over the whole queue: what it left was locked by other claimers, who
+        # take it, or is not due yet, which a second query would leave too.
+        self.drained = len(rows) < limit
         claims = [self._claim_of(row) for row in rows]
         claims.sort(key=lambda claim: order_key(claim.riddle))
         return claims
