@@ -233,9 +233,16 @@ class _Batch:
                 break  # the agent is stopping: this riddle and the rest are given back
             self.group.append(move)  # after: a slow handler's `give_back` made a new group
             if index + 1 < len(self.claims):
-                self.spool.handled(claim)  # dying on the next one is not this one's fault
+                # Dying on the next one is not this one's fault: marked handled, and, when
+                # nothing comes between, the next one begun in the same step.
+                following = self.claims[index + 1]
                 if time.monotonic() - self.opened > GROUP_WINDOW:
+                    self.spool.handled(claim)
                     self.flush()
+                elif following.open and not (stop is not None and stop.is_set()):
+                    self.spool.hand_over(claim, following)
+                else:
+                    self.spool.handled(claim)
         self.flush()
 
     def flush(self) -> None:

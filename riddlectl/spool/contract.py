@@ -273,6 +273,12 @@ class Spool(abc.ABC):
         """Mark the handling of a claimed riddle as over, its commit still to come: the
         holder dying now is not the riddle's fault (see `begin`)."""
 
+    def hand_over(self, done: Claim, following: Claim) -> None:
+        """`handled(done)`, the holder going on to `following`, the next riddle of its
+        batch. A spool that can mark `following` begun in the same step does, and sets
+        `following.begun`; by default it is begun when its handling starts."""
+        self.handled(done)
+
     @abc.abstractmethod
     def reread(self, claim: Claim) -> Riddle:
         """The claimed riddle's document as stored, whatever its holder did meanwhile to

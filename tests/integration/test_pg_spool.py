@@ -191,6 +191,40 @@ def test_a_claim_begun_as_it_is_taken_counts_only_the_first_as_abandoned(
     assert told == ["a"]
 
 
+HAND_OVER = textwrap.dedent(
+    """
+    import sys, time
+    from riddlectl.spool import open_spool
+    from riddlectl.spool.states import Queue
+    spool = open_spool(sys.argv[1], create=False)
+    first, second = spool.claim_and_begin(Queue.INCOMING, limit=2)
+    spool.hand_over(first, second)  # done with the first, handling the second
+    print(f"{first.riddle.id} {second.riddle.id}:{second.begun}", flush=True)
+    time.sleep(60)
+    """
+)
+
+
+def test_a_holder_dying_after_a_hand_over_is_charged_to_the_riddle_it_went_on_to(
+    pg_spool: PgSpool, pg_url: str
+) -> None:
+    """`hand_over` marks one riddle of a batch handled and the next begun in one
+    statement: a holder that dies then leaves one abandoned attempt, on the next alone."""
+    pg_spool.add([riddle("a", priority=1), riddle("b")])
+    proc = subprocess.Popen(
+        [sys.executable, "-c", HAND_OVER, pg_url], stdout=subprocess.PIPE, text=True
+    )
+    assert proc.stdout is not None and proc.stdout.readline().split() == ["a", "b:True"]
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    until(pg_spool.examine, 5)
+    pg_spool.examine(fix=True)
+    claims = {c.riddle.id: c for c in pg_spool.claim(Queue.INCOMING, limit=2)}
+    assert {i: c.abandoned for i, c in claims.items()} == {"a": 0, "b": 1}
+    told = [e["id"] for e in pg_spool.events.read() if e["outcome"] == "abandoned"]
+    assert told == ["b"]
+
+
 def test_a_late_commit_of_a_claim_given_back_is_refused(pg_spool: PgSpool, pg_url: str) -> None:
     pg_spool.add([riddle("a"), riddle("b")])
     cut_off = PgSpool(opened(pg_url).url, actor=Actor("cut"))

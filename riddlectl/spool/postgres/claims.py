@@ -75,6 +75,12 @@ WHERE id = %(id)s AND token = %(token)s
 """
 
 MARK = "UPDATE riddles SET begun = %(begun)s WHERE id = %(id)s AND token = %(token)s"
+# `handled` of one claim and `begin` of the next, in one round trip.
+HAND_OVER = """
+UPDATE riddles SET begun = (id = %(following)s)
+WHERE (id = %(done)s AND token = %(done_token)s)
+   OR (id = %(following)s AND token = %(following_token)s)
+"""
 
 # Holders whose lock is free are gone: their rows go, their claims are given back. A claim
 # whose handling had begun counts one abandoned claim, and keeps who abandoned it.

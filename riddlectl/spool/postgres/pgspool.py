@@ -208,6 +208,16 @@ class PgSpool(Reading, Spool):
     def handled(self, claim: Claim) -> None:
         self._mark(claim, False)
 
+    def hand_over(self, done: Claim, following: Claim) -> None:
+        params = {
+            "done": done.riddle.id,
+            "done_token": done.token,
+            "following": following.riddle.id,
+            "following_token": following.token,
+        }
+        self.db.single(sql.HAND_OVER, params)
+        following.begun = True
+
     def _mark(self, claim: Claim, begun: bool) -> None:
         self.db.single(sql.MARK, {"begun": begun, "id": claim.riddle.id, "token": claim.token})
 
