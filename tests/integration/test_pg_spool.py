@@ -176,19 +176,30 @@ def test_a_claim_begun_as_it_is_taken_counts_only_the_first_as_abandoned(
     """`claim_and_begin` marks the first claim begun in the claim's own statement
     (what an agent handles at once), as `begin` would, and no other: a holder that dies
     then leaves one abandoned attempt, on that riddle alone."""
+    assert killed_holder(pg_spool, pg_url, BEGIN_FIRST, "a:True b:False") == (
+        {"a": 1, "b": 0},
+        ["a"],
+    )
+
+
+def killed_holder(
+    pg_spool: PgSpool, pg_url: str, script: str, says: str
+) -> tuple[dict[str, int], list[str]]:
+    """Riddles `a` (first) and `b` held by `script` in a process of its own, killed once it
+    printed `says`: each riddle's abandoned count at the next claim, and the ids the event
+    log says were abandoned."""
     pg_spool.add([riddle("a", priority=1), riddle("b")])
     proc = subprocess.Popen(
-        [sys.executable, "-c", BEGIN_FIRST, pg_url], stdout=subprocess.PIPE, text=True
+        [sys.executable, "-c", script, pg_url], stdout=subprocess.PIPE, text=True
     )
-    assert proc.stdout is not None and proc.stdout.readline().split() == ["a:True", "b:False"]
+    assert proc.stdout is not None and proc.stdout.readline().strip() == says
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     until(pg_spool.examine, 5)
     pg_spool.examine(fix=True)
-    claims = {c.riddle.id: c for c in pg_spool.claim(Queue.INCOMING, limit=2)}
-    assert {i: c.abandoned for i, c in claims.items()} == {"a": 1, "b": 0}
+    claims = pg_spool.claim(Queue.INCOMING, limit=2)
     told = [e["id"] for e in pg_spool.events.read() if e["outcome"] == "abandoned"]
-    assert told == ["a"]
+    return {c.riddle.id or "": c.abandoned for c in claims}, told
 
 
 HAND_OVER = textwrap.dedent(
@@ -210,19 +221,7 @@ def test_a_holder_dying_after_a_hand_over_is_charged_to_the_riddle_it_went_on_to
 ) -> None:
     """`hand_over` marks one riddle of a batch handled and the next begun in one
     statement: a holder that dies then leaves one abandoned attempt, on the next alone."""
-    pg_spool.add([riddle("a", priority=1), riddle("b")])
-    proc = subprocess.Popen(
-        [sys.executable, "-c", HAND_OVER, pg_url], stdout=subprocess.PIPE, text=True
-    )
-    assert proc.stdout is not None and proc.stdout.readline().split() == ["a", "b:True"]
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
-    until(pg_spool.examine, 5)
-    pg_spool.examine(fix=True)
-    claims = {c.riddle.id: c for c in pg_spool.claim(Queue.INCOMING, limit=2)}
-    assert {i: c.abandoned for i, c in claims.items()} == {"a": 0, "b": 1}
-    told = [e["id"] for e in pg_spool.events.read() if e["outcome"] == "abandoned"]
-    assert told == ["b"]
+    assert killed_holder(pg_spool, pg_url, HAND_OVER, "a b:True") == ({"a": 0, "b": 1}, ["b"])
 
 
 def test_a_late_commit_of_a_claim_given_back_is_refused(pg_spool: PgSpool, pg_url: str) -> None:
