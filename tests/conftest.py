@@ -59,10 +59,10 @@ MARK_BY_IMPORT = {
 # loadgroup`: one llama.cpp server, one Chromium; and every test of the shared PostgreSQL
 # server on one worker, as some end other sessions on it (a server restart, an
 # administrator's command) and would end another worker's too (a test that starts a
-# server of its own says so, `tests.pg.OWN_SERVER`, and need not wait for that worker).
-# A browser test on
-# PostgreSQL goes with PostgreSQL (the first mark found wins). (pytest-xdist 3.8 ignores
-# the groups under pytest 9.2, pytest-xdist#1386: the test extra keeps pytest below 9.2.)
+# server of its own says so, `tests.pg.own_server`, and need not wait for that worker).
+# A browser test on PostgreSQL goes with PostgreSQL (the first mark found wins).
+# (pytest-xdist 3.8 ignores the groups under pytest 9.2, pytest-xdist#1386: the test extra
+# keeps pytest below 9.2.)
 GROUP_BY_MARK = {"postgres": "postgres", "model": "model", "browser": "browser"}
 # The other tests of a module that share a fixture built once per module (a bench run, a
 # server, every hostile case run at once) go on one worker too: spread over four, each
@@ -85,7 +85,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 def worker_group(item: pytest.Item) -> str | None:
-    """The xdist group of `item`: none when it names its own (`tests.pg.OWN_SERVER`), else
+    """The xdist group of `item`: none when it names its own (`tests.pg.own_server`), else
     its mark's, else its module's when it shares a module-scoped fixture, else none (any
     worker)."""
     if item.get_closest_marker("xdist_group") is not None:
