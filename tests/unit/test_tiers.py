@@ -92,3 +92,18 @@ def test_the_full_run_keeps_shared_things_on_one_worker_and_nothing_else() -> No
     }
     assert shared and set(shared.values()) == {hostile}
     assert by_file["tests/unit/test_numbers.py"] == {"-"}
+
+
+def test_the_full_run_builds_every_server_a_test_demands_under_ci() -> None:
+    # A test that fails under CI=true when a server is not built (the model server, the
+    # transcription server) passes on a machine that built it by hand and fails on a fresh
+    # one: every script with a `build` step is built by scripts/test, before pytest runs.
+    full_run = (ROOT / "scripts" / "test").read_text()
+    buildable = sorted(
+        script.name
+        for script in (ROOT / "scripts").iterdir()
+        if script.is_file() and re.search(r"^\s*build\)", script.read_text(errors="replace"), re.M)
+    )
+    assert buildable, "no script under scripts/ has a build step"
+    built = set(re.findall(r"^\s*bash scripts/(\S+) build$", full_run, re.M))
+    assert [name for name in buildable if name not in built] == []
