@@ -7,7 +7,7 @@ thing run the same code.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -23,6 +23,7 @@ from riddlectl.spool.events import EventLog
 # The pipeline, the handlers and the extraction cache are imported by the functions that
 # wire them: commands that only read the spool (`status`, `show`) start without them.
 if TYPE_CHECKING:
+    from riddlectl.handlers.base import NamedHandler
     from riddlectl.pipeline.jobs import Pipeline
     from riddlectl.pipeline.stages import StageContext
 
@@ -109,12 +110,29 @@ def recover_events(settings: Settings) -> int:
     return spool.events.recover(lambda event: event_committed(spool, event))
 
 
-def stage_context(settings: Settings, stage: str, spool: Spool) -> StageContext:
+def stage_handlers(settings: Settings, stages: Iterable[str]) -> dict[str, list[NamedHandler]]:
+    """Every handler of `stages`, resolved now: a `ConfigError` naming the first that
+    cannot be (a program that is not there or cannot run, a module that does not import,
+    an endpoint without a usable URL). An agent calls this before it opens the spool."""
     from riddlectl.handlers.registry import load_stage
+
+    return {
+        stage: load_stage(
+            stage, settings.handlers_for(stage) if stage != "manage" else (), settings
+        )
+        for stage in stages
+    }
+
+
+def stage_context(
+    settings: Settings, stage: str, spool: Spool, handlers: list[NamedHandler] | None = None
+) -> StageContext:
+    """What `stage` needs to run on `spool`: its handlers (`handlers`, else resolved now,
+    see `stage_handlers`), the data directory, the limits."""
     from riddlectl.pipeline.stages import StageContext
 
-    specs = settings.handlers_for(stage) if stage != "manage" else ()
-    handlers = load_stage(stage, specs, settings)
+    if handlers is None:
+        handlers = stage_handlers(settings, (stage,))[stage]
     return StageContext(
         data_dir=Path(settings.data_dir),
         spool_root=spool.local_root,

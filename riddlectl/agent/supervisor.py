@@ -19,6 +19,7 @@ from riddlectl.spool.contract import Spool
 from riddlectl.spool.states import INBOX, STAGES, Queue
 
 if TYPE_CHECKING:
+    from riddlectl.handlers.base import NamedHandler
     from riddlectl.pipeline.stages import StageContext
 
 
@@ -64,10 +65,15 @@ def run(
     hurry: threading.Event | None = None,
     name: str = "run",
     on_tick: Callable[[RunSummary], None] | None = None,
+    handlers: dict[str, list[NamedHandler]] | None = None,
 ) -> RunSummary:
     """Run agents for `stages` in `concurrency` threads (more while handlers hang); see
     `agent.run_workers`. Setting `stop` stops them, giving handler calls still running
-    `settings.stop_grace` seconds; setting `hurry` too ends those at once."""
+    `settings.stop_grace` seconds; setting `hurry` too ends those at once.
+
+    Every handler is resolved first (`handlers`, else `runtime.stage_handlers` now):
+    one that cannot be is a `ConfigError` before the spool is opened or waited for."""
+    loaded = handlers if handlers is not None else runtime.stage_handlers(settings, stages)
     stop = stop or threading.Event()
     summary = RunSummary(keep_ids=once)
     started = time.monotonic()
@@ -88,7 +94,7 @@ def run(
         spool = runtime.open_spool(settings, actor, create=False)
         contexts.clear()
         contexts.update(
-            (stage, runtime.stage_context(settings, stage, spool))
+            (stage, runtime.stage_context(settings, stage, spool, loaded.get(stage)))
             for stage in STAGES
             if stage in stages
         )

@@ -123,6 +123,9 @@ def run(
         max_trials=max_trials,
         handlers=_handler_flags(handler or []) or None,
     )
+    # Every handler is resolved before the spool is looked at: a mistyped one is exit 2
+    # at once, with no riddle touched (and no waiting for a database first).
+    handlers = runtime.stage_handlers(settings, chosen)
     # Only `init` makes a spool. A long-running agent waits out a read-only spool and a
     # database that cannot be used yet (`await_spool`); a --once run (cron) is told at once.
     if once:
@@ -131,7 +134,13 @@ def run(
     stop, hurry = stop_on_signals()
     if quiet or as_json or not sys.stdout.isatty():
         summary = run_agents(
-            settings, chosen, once=once, concurrency=concurrency, stop=stop, hurry=hurry
+            settings,
+            chosen,
+            once=once,
+            concurrency=concurrency,
+            stop=stop,
+            hurry=hurry,
+            handlers=handlers,
         )
     else:
         from riddlectl.agent.supervisor import await_spool
@@ -148,6 +157,7 @@ def run(
                 stop=stop,
                 hurry=hurry,
                 on_tick=progress.update,
+                handlers=handlers,
             )
     _finish(summary, quiet, as_json, once)
 
@@ -183,7 +193,8 @@ def agent(
     settings = resolve(
         ctx, timeout=timeout, max_attempts=max_attempts, max_trials=max_trials, handlers=handlers
     )
-    if once:  # as for `run`
+    loaded = runtime.stage_handlers(settings, (stage,))  # as for `run`
+    if once:
         runtime.open_spool(settings, create=False, writable=True)
     quiet_watchdog()
     stop, hurry = stop_on_signals()
@@ -195,6 +206,7 @@ def agent(
         stop=stop,
         hurry=hurry,
         name="agent",
+        handlers=loaded,
     )
     _finish(summary, quiet=not once, as_json=False, once=once)
 

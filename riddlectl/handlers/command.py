@@ -48,6 +48,7 @@ class CommandHandler:
             raise ConfigError("empty command", where="cmd:")
         self.command = command
         self.stage = stage
+        _runnable(self.argv[0], f"cmd:{command}")
         self.files = _files_run(self.argv)
 
     def current_version(self) -> str:
@@ -153,6 +154,26 @@ def _spool_view(job: Job) -> Iterator[str | None]:
         yield here
     finally:
         shutil.rmtree(here, ignore_errors=True)
+
+
+def _runnable(program: str, where: str) -> None:
+    """Refuse (`ConfigError`, naming the absolute path looked for) a program that cannot
+    be run, found as a shell finds it: a name with a slash is a path from the current
+    directory, any other is looked for on PATH. Checked as the agent starts, so that a
+    mistyped handler stops it before it takes a riddle, not after each riddle's attempts."""
+    if os.sep not in program:
+        if shutil.which(program) is None:
+            raise ConfigError(f"{program}: no such program on PATH", where=where)
+        return
+    path = os.path.abspath(program)
+    if not os.path.exists(path):
+        raise ConfigError(f"{path}: no such file", where=where)
+    if os.path.isdir(path):
+        raise ConfigError(f"{path}: is a directory", where=where)
+    if not os.access(path, os.X_OK):
+        raise ConfigError(
+            f"{path}: not executable (chmod +x, or name its interpreter)", where=where
+        )
 
 
 def _files_run(argv: list[str]) -> list[str]:

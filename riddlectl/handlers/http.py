@@ -27,7 +27,7 @@ from riddlectl.document import datafiles
 from riddlectl.errors import ConfigError
 from riddlectl.handlers.base import Job
 from riddlectl.handlers.reply import parse_reply
-from riddlectl.handlers.transport import Endpoint
+from riddlectl.handlers.transport import Endpoint, endpoint_url
 from riddlectl.settings import Settings
 
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
@@ -39,6 +39,7 @@ class HttpHandler:
     def __init__(self, url: str, stage: str, settings: Settings) -> None:
         if not url.startswith(("http://", "https://")):
             raise ConfigError("expected http://HOST/PATH or https://…", where=f"http:{url}")
+        endpoint_url(url, f"http:{url}")
         self.url = url
         self.name = f"http:{url}"
         self.stage = stage

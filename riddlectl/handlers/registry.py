@@ -139,7 +139,13 @@ def _module_version(target: Any) -> str:
 def _entry_point(name: str) -> Any:
     for point in entry_points(group=ENTRY_POINT_GROUP):
         if point.name == name:
-            return point.load()
+            try:
+                return point.load()
+            except Exception as exc:  # its package is broken or half installed
+                raise ConfigError(
+                    f"entry point {point.value} does not load: {type(exc).__name__}: {exc}",
+                    where=name,
+                ) from None
     return None
 
 

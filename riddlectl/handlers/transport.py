@@ -46,6 +46,22 @@ def import_httpx() -> Any:
     return httpx
 
 
+def endpoint_url(url: str, where: str, field: str | None = None) -> str:
+    """`url` when it can be called: http:// or https:// with a host (and a port that is a
+    number); else a `ConfigError` naming it, raised as the agent starts rather than at
+    each riddle's call."""
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018  # a port that is no number raises here
+    except ValueError as exc:
+        raise ConfigError(f"{url!r} is not a URL: {exc}", where=where, field=field) from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigError(
+            f"{url!r} is not an http:// or https:// URL with a host", where=where, field=field
+        )
+    return url
+
+
 @dataclass(frozen=True)
 class Reply:
     status: int

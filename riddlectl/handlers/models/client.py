@@ -16,7 +16,7 @@ import orjson
 
 from riddlectl.document.model import Riddle
 from riddlectl.errors import ConfigError, HandlerFailed, HandlerRefused
-from riddlectl.handlers.transport import Endpoint
+from riddlectl.handlers.transport import Endpoint, endpoint_url
 from riddlectl.settings import OPENAI_KEY_VAR, Settings
 
 RESPONSE_FORMATS = ("json_schema", "json_object")
@@ -40,7 +40,9 @@ class ChatClient:
             )
         self.who = f"openai:{model}"
         self.model = model
-        self.base_url = settings.openai_base_url.rstrip("/")
+        self.base_url = endpoint_url(
+            settings.openai_base_url, self.who, "openai_base_url (OPENAI_BASE_URL)"
+        ).rstrip("/")
         self.max_tokens = settings.openai_max_tokens
         self.style = settings.openai_response_format
         key = os.environ.get(OPENAI_KEY_VAR, "")

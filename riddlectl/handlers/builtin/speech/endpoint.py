@@ -33,7 +33,7 @@ from riddlectl.handlers.builtin.speech.extractor import max_seconds, normalise
 from riddlectl.handlers.builtin.speech.grammar import vocabulary
 from riddlectl.handlers.builtin.speech.wavfile import AudioError, check_wav
 from riddlectl.handlers.builtin.text.facts import extract_facts
-from riddlectl.handlers.transport import Endpoint
+from riddlectl.handlers.transport import Endpoint, endpoint_url
 from riddlectl.settings import OPENAI_KEY_VAR, Settings
 
 __all__ = ["NotHeard", "TranscribeExtractor", "confidence_of", "spoken_text"]
@@ -76,7 +76,9 @@ class TranscribeExtractor:
             raise ConfigError("expected transcribe:MODEL", where="transcribe:")
         self.name = f"transcribe:{model}"
         self.model = model
-        self.base_url = settings.openai_base_url.rstrip("/")
+        self.base_url = endpoint_url(
+            settings.openai_base_url, self.name, "openai_base_url (OPENAI_BASE_URL)"
+        ).rstrip("/")
         key = os.environ.get(OPENAI_KEY_VAR, "")
         self.headers = {"authorization": f"Bearer {key}"} if key else {}
         self.endpoint = Endpoint(self.base_url + ROUTE, settings.endpoint_concurrency, [key])
