@@ -200,20 +200,56 @@ def print_results(found: list[report.Result], as_json: bool) -> None:
 def events(
     ctx: typer.Context,
     follow: Annotated[
-        bool, typer.Option("--follow", "-f", help="Keep printing new events.")
+        bool,
+        typer.Option(
+            "--follow", "-f", help="Keep printing new events (alone: from the end of the log)."
+        ),
     ] = False,
+    ids: Annotated[
+        list[str] | None,
+        typer.Option("--id", help="Only this riddle's events (repeatable).", metavar="ID"),
+    ] = None,
+    since: Annotated[
+        str | None,
+        typer.Option(
+            "--since",
+            help="Only events since then: a duration ago (10m, 2h, 7d) or an ISO 8601 time "
+            "(UTC unless it says).",
+            metavar="DURATION|TIME",
+        ),
+    ] = None,
+    tail: Annotated[
+        int | None,
+        typer.Option(
+            "--tail",
+            "-n",
+            help="Only the last N (with --follow: then new ones).",
+            min=0,
+            metavar="N",
+        ),
+    ] = None,
 ) -> None:
-    """The event log as JSON Lines."""
+    """The event log as JSON Lines, oldest first; each event with `at` (ISO 8601, UTC)."""
+    from riddlectl.ops import events as log_view
+
+    try:
+        narrowing = log_view.Narrowing(
+            frozenset(ids or ()), None if since is None else log_view.parse_since(since), tail
+        )
+    except ValueError as exc:
+        fail(f"events: --since: {exc}", ExitCode.USAGE)
     settings = resolve(ctx)
     runtime.open_spool(settings, create=False)
     runtime.recover_events(settings)  # first what agents killed mid-commit did not log
     log = runtime.event_log(settings)
-    stream = log.follow() if follow else log.read()
+    stream = log_view.follow(log, narrowing) if follow else log_view.read(log, narrowing)
+    out = sys.stdout.buffer
     try:
         for event in stream:
-            sys.stdout.buffer.write(orjson.dumps(event) + b"\n")
-            if follow:
+            if event is None:
                 sys.stdout.flush()
+            else:
+                out.write(orjson.dumps(event) + b"\n")
     except KeyboardInterrupt:
         pass
     sys.stdout.flush()

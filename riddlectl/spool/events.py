@@ -59,7 +59,15 @@ class EventLog(abc.ABC):
     def tail(self) -> list[Record]:
         """The last events, newest first: a bounded number, whatever the log's size."""
 
+    def follow(self, poll: float = 0.2, *, from_end: bool = False) -> Iterator[Record]:
+        """Every event (`from_end`: none of those written so far), then new ones as they
+        are written, without end (`events --follow`); `poll` is how often to look when
+        nothing wakes the reader."""
+        return (event for event in self.follow_marked(poll, from_end=from_end) if event)
+
     @abc.abstractmethod
-    def follow(self, poll: float = 0.2) -> Iterator[Record]:
-        """Every event, then new ones as they are written, without end (`events
-        --follow`); `poll` is how often to look when nothing wakes the reader."""
+    def follow_marked(
+        self, poll: float = 0.2, *, from_end: bool = False
+    ) -> Iterator[Record | None]:
+        """`follow`, with None each time the reader has given every event written so far
+        (before it waits): where a backlog ends and the new events begin."""

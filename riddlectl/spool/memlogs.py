@@ -52,9 +52,16 @@ class MemoryEventLog(EventLog):
         with self._written:
             return self._events[-TAIL:][::-1]
 
-    def follow(self, poll: float = 0.2) -> Iterator[Record]:
-        seen = 0
+    def follow_marked(
+        self, poll: float = 0.2, *, from_end: bool = False
+    ) -> Iterator[Record | None]:
+        with self._written:
+            seen = len(self._events) if from_end else 0
         while True:
+            with self._written:
+                caught_up = seen == len(self._events)
+            if caught_up:
+                yield None
             with self._written:
                 if seen == len(self._events):
                     self._written.wait(poll)

@@ -50,3 +50,22 @@ def test_follow_gives_what_is_there_then_what_comes(spool: Spool) -> None:
     assert next(stream)["n"] == 1
     threading.Timer(0.1, spool.events.append_many, args=[[{"n": 2}, {"n": 3}]]).start()
     assert [next(stream)["n"], next(stream)["n"]] == [2, 3]
+
+
+def test_follow_from_the_end_gives_only_what_comes(spool: Spool) -> None:
+    spool.events.append_many([{"n": 1}, {"n": 2}])
+    stream = spool.events.follow_marked(poll=0.01, from_end=True)
+    assert next(stream) is None  # caught up at once: nothing written so far is given
+    threading.Timer(0.1, spool.events.append_many, args=[[{"n": 3}, {"n": 4}]]).start()
+    given = []
+    while len(given) < 2:
+        event = next(stream)
+        if event is not None:
+            given.append(event["n"])
+    assert given == [3, 4]
+
+
+def test_follow_marks_where_what_was_there_ends(spool: Spool) -> None:
+    spool.events.append_many([{"n": 1}, {"n": 2}])
+    stream = spool.events.follow_marked(poll=0.01)
+    assert [next(stream), next(stream), next(stream)] == [{"n": 1}, {"n": 2}, None]

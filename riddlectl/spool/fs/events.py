@@ -173,8 +173,9 @@ class FsEventLog(EventLog):
             lines = lines[1:]  # the first line may be cut
         return [_parse(line) for line in reversed(lines) if line.strip()]
 
-    def follow(self, poll: float = 0.2) -> Iterator[Event]:
-        """Every event, then new ones as they are written (`events --follow`).
+    def follow_marked(self, poll: float = 0.2, *, from_end: bool = False) -> Iterator[Event | None]:
+        """Every event (`from_end`: from the end of the log as it is now), then new ones
+        as they are written (`events --follow`); None each time it caught up.
 
         Reads open files by offset, so nothing written meanwhile falls between two reads.
         When the log is rotated, what is left of the old one is read before the new one,
@@ -182,7 +183,9 @@ class FsEventLog(EventLog):
         opened it just before the rotation.
         """
         current = _Tail.open(self.path)
-        older = _Tail.open(self.rotated)
+        if from_end and current is not None:
+            current.skip_to_end()
+        older = None if from_end else _Tail.open(self.rotated)
         if older is not None and (current is None or older.inode != current.inode):
             yield from older.events()
         if older is not None:
@@ -194,6 +197,7 @@ class FsEventLog(EventLog):
                     yield from tail.events()
             newer = self._newer_than(current)
             if newer is None:
+                yield None
                 time.sleep(poll)
                 continue
             if current is not None:
@@ -233,6 +237,14 @@ class _Tail:
             return cls(os.open(path, os.O_RDONLY | os.O_CLOEXEC))
         except FileNotFoundError:
             return None
+
+    def skip_to_end(self) -> None:
+        """Read on from the end of the last complete line written so far."""
+        size = os.fstat(self.fd).st_size
+        start = max(0, size - READ_CHUNK)
+        cut = os.pread(self.fd, size - start, start).rfind(b"\n")
+        # A line still being written is new; with no line end at all, what is there is too.
+        self.offset = start + cut + 1 if cut >= 0 else start
 
     def events(self) -> Iterator[Event]:
         """The events of the complete lines written since the last call."""

@@ -105,9 +105,14 @@ class PgEventLog(EventLog):
     def tail(self) -> list[Record]:
         return [record for _, record in self._page("true ORDER BY seq DESC LIMIT %s", (TAIL,))]
 
-    def follow(self, poll: float = 0.2) -> Iterator[Record]:
+    def follow_marked(
+        self, poll: float = 0.2, *, from_end: bool = False
+    ) -> Iterator[Record | None]:
         seen: set[int] = set()  # numbers within LATE of the last one, already given
         last = 0
+        if from_end:  # every row committed so far counts as given
+            seen = set(self._numbers("seq > (SELECT coalesce(max(seq), 0) FROM events) - %s", LATE))
+            last = max(seen, default=0)
         pause = poll
         while True:
             try:
@@ -129,7 +134,13 @@ class PgEventLog(EventLog):
                 yield record
             seen = {seq for seq in seen if seq > last - LATE}
             if len(new) < PAGE and not late:
+                yield None
                 time.sleep(poll)
+
+    def _numbers(self, where: str, *params: object) -> list[int]:
+        with self.db.session() as conn:
+            rows = conn.execute(f"SELECT seq FROM events WHERE {where}", params).fetchall()
+        return [int(seq) for (seq,) in rows]
 
     def _page(self, where: str, params: tuple[object, ...]) -> list[tuple[int, Record]]:
         with self.db.session() as conn:
