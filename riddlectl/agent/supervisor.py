@@ -99,7 +99,7 @@ def run(
             if stage in stages
         )
         if not seats:
-            seats.extend(_seat(spool, _record(actor, contexts, concurrency)))
+            seats.extend(_seat(spool, _record(actor, contexts, concurrency) | {"once": once}))
         workers = [make_worker() for _ in range(concurrency)]
         spool.recover(workers[0].pipeline.committed)  # what agents that died left behind
         return spool, workers

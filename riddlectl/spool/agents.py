@@ -2,15 +2,16 @@
 whether it is still alive.
 
 An agent registers once (`Spool.register_agent`) and gets a `Seat`: its record (agent,
-host, pid, stages, handlers, concurrency, started), what it holds now and how many riddles
-it handed on and failed. The seat writes the record again whenever that changes (at most
-every `MIN_GAP` s) and every `HEARTBEAT` s (`seen`). Whether the agent lives is not judged
-by `seen`: each back end ties the record to a lock the agent's process holds for its
-life (an `flock` on the directory spool, a session advisory lock on PostgreSQL), which
-the kernel or the server lets go when the process dies, however it dies. A record whose
-lock is free is an agent gone: `stopped` says it stopped, and what it held then (none,
-when it stopped) are the claims it abandoned. Records of agents gone are listed for
-`GONE_KEPT` s after they were last seen, then removed by the next agent to register.
+host, pid, stages, handlers, concurrency, whether it is a one-shot run, started), what
+it holds now and how many riddles it handed on and failed. The seat writes the record
+again whenever that changes (at most every `MIN_GAP` s) and every `HEARTBEAT` s
+(`seen`). Whether the agent lives is not judged by `seen`: each back end ties the record
+to a lock the agent's process holds for its life (an `flock` on the directory spool, a
+session advisory lock on PostgreSQL), which the kernel or the server lets go when the
+process dies, however it dies. A record whose lock is free is an agent gone: `stopped`
+says it stopped, and what it held then (none, when it stopped) are the claims it
+abandoned. Records of agents gone are listed for `GONE_KEPT` s after they were last
+seen, then removed by the next agent to register.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ def new_record(record: Mapping[str, Any], actor: Actor | None) -> dict[str, Any]
         "stages": list(record.get("stages") or []),
         "handlers": {k: list(v) for k, v in dict(record.get("handlers") or {}).items()},
         "concurrency": int(record.get("concurrency") or 1),
+        "once": bool(record.get("once")),  # a one-shot run (`run --once`, `agent --once`)
         "started": now,
         "seen": now,
         "handled": 0,

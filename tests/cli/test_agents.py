@@ -140,3 +140,70 @@ def test_a_run_is_one_agent_of_every_stage_counting_what_it_handled(
 def test_agents_on_no_spool_is_exit_5(tmp_path: Path, data_dir: Path, flag: list[str]) -> None:
     done = Cli(tmp_path / "nowhere", data_dir)("agents", *flag)
     assert done.code == 5 and len(done.err.strip().splitlines()) == 1
+
+
+def columns_aligned(lines: list[str]) -> None:
+    """Each column of the header starts where its cells start, in every line."""
+    header = lines[0]
+    starts = [i for i in range(1, len(header)) if header[i] != " " and header[i - 1] == " "]
+    for line in lines[1:]:
+        for start in starts:
+            assert line[start - 1] == " " and line[start] != " ", (start, lines)
+
+
+def state_of(line: str) -> str:
+    return line.split("  ")[0].strip()
+
+
+def test_agents_are_aligned_newest_first_the_dead_first_one_shot_runs_folded(
+    any_cli: Cli, helpers: Path, tmp_path: Path
+) -> None:
+    cli = any_cli
+    submit_documents(cli, example_doc(id="hang", status=SKIP_TO_SOLVE))
+    with hanging_agent(cli, helpers, tmp_path / "pids") as doomed:
+        poll(cli, lambda a: bool(a["alive"] and a["alive"][0]["holds"]), 60)
+        doomed.send_signal(signal.SIGKILL)
+        poll(cli, lambda a: not a["alive"], 5.0)
+    stopping = cli.popen("agent", "extract", "--handler", "text")
+    poll(cli, lambda a: len(a["alive"]) == 1, 60)
+    stopping.send_signal(signal.SIGTERM)
+    assert stopping.wait(60) == 0
+    for _ in range(3):
+        assert cli("run", "--once", "--stages", "solve").code in (0, 1)
+    alive = cli.popen("agent", "validate")
+    try:
+        poll(cli, lambda a: len(a["alive"]) == 1, 60)
+        table = cli("agents")
+        everything = cli("agents", "--all")
+        listed = cli("agents", "--json").json()
+        listed_all = cli("agents", "--json", "--all").json()
+    finally:
+        alive.send_signal(signal.SIGTERM)
+        alive.wait(60)
+    assert table.code == 0, table.err
+    lines = table.out.splitlines()
+    assert lines[0].split() == [
+        "STATE", "HOST", "PID", "STAGES", "HANDLERS", "CONC", "STARTED", "SEEN", "HANDLED",
+        "FAILED", "HOLDS",
+    ]  # fmt: skip
+    assert lines[-1] == "+ 3 one-shot runs in the last hour (--all shows them)"
+    rows = lines[1:-1]
+    columns_aligned(lines[:-1])
+    assert [state_of(r) for r in rows] == ["alive", "died", "stopped"]
+    assert str(alive.pid) in rows[0] and "validate" in rows[0] and "gatekeeper" in rows[0]
+    assert str(doomed.pid) in rows[1] and "abandoned hang (solve)" in rows[1]
+    assert "cmd:" in rows[1]  # the handler the dead agent ran
+    assert str(stopping.pid) in rows[2] and " text " in rows[2]
+    # --all: the one-shot runs too, the newest first among the stopped.
+    lines = everything.out.splitlines()
+    columns_aligned(lines)
+    assert [state_of(r) for r in lines[1:]] == [
+        "alive", "died", "stopped (once)", "stopped (once)", "stopped (once)", "stopped",
+    ]  # fmt: skip
+    assert "solve=calculator" in lines[3] or " calculator " in lines[3]
+    # --json is complete with or without --all: every agent, one-shot runs marked.
+    assert isinstance(listed, dict) and isinstance(listed_all, dict)
+    for group in ("alive", "gone"):
+        assert [a["id"] for a in listed[group]] == [a["id"] for a in listed_all[group]]
+    assert sorted(bool(a["once"]) for a in listed["gone"]) == [False, False, True, True, True]
+    assert len(listed["alive"]) == 1 and listed["alive"][0]["once"] is False
