@@ -159,9 +159,14 @@ def purge(
 def doctor(
     ctx: typer.Context,
     fix: Annotated[bool, typer.Option("--fix", help="Repair what is safe to repair.")] = False,
+    strict: Annotated[
+        bool, typer.Option("--strict", help="Exit 1 on warnings about the surroundings too.")
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Findings as JSON.")] = False,
 ) -> None:
-    """Check the spool; exit 0 when nothing is left to report, 1 otherwise."""
+    """Check the spool; exit 0 when no problem of the spool is left (warnings about its
+    surroundings, such as the server's settings, are printed as `warn` lines), 1
+    otherwise."""
     try:
         pipeline = _acting(ctx, "doctor")
     except SchemaOutdated as exc:  # every other command refuses it: doctor says what to do
@@ -169,19 +174,33 @@ def doctor(
     else:
         database = pipeline.spool.health()
         findings = examine(pipeline, fix=fix, figures=database)
-    left = [f for f in findings if not f.fixed]
+    problems = [f for f in findings if not f.fixed and not f.warning]
+    warnings = [f for f in findings if not f.fixed and f.warning]
+    failing = problems + (warnings if strict else [])
     if as_json:
-        shown: dict[str, object] = {"findings": [f.as_dict() for f in findings], "ok": not left}
+        shown: dict[str, object] = {
+            "findings": [f.as_dict() for f in findings],
+            "ok": not failing,
+            "problems": len(problems),
+            "warnings": len(warnings),
+        }
         if pipeline is not None and database is not None:
             shown["database"] = database
         emit_json(shown)
     else:
         for f in findings:
-            mark = "fixed" if f.fixed else "found"
+            mark = "fixed" if f.fixed else "warn" if f.warning else "found"
             typer.echo(f"{mark}\t{f.kind}\t{f.subject}\t{f.detail}")
-        typer.echo("spool is healthy" if not left else f"{len(left)} problem(s) left", err=True)
-    if left:
+        typer.echo(_verdict(len(problems), len(warnings)), err=True)
+    if failing:
         raise typer.Exit(int(ExitCode.FAILED))
+
+
+def _verdict(problems: int, warnings: int) -> str:
+    said = f"{problems} problem(s) left" if problems else "spool is healthy"
+    if warnings:
+        said += f"; {warnings} warning(s) about its surroundings"
+    return said
 
 
 # -- copying a spool ---------------------------------------------------------------------------

@@ -99,12 +99,15 @@ class Corrupt:
 
 @dataclass
 class Finding:
-    """Something `doctor` reports: what kind, about what, and whether it was mended."""
+    """Something `doctor` reports: what kind, about what, and whether it was mended.
+    `warning`: about the spool's surroundings (a server's settings, its connections, a
+    transaction held open by another program), not the spool itself."""
 
     kind: str
     subject: str
     detail: str
     fixed: bool = False
+    warning: bool = False
 
     def as_dict(self) -> dict[str, object]:
         return {
@@ -112,6 +115,7 @@ class Finding:
             "subject": self.subject,
             "detail": self.detail,
             "fixed": self.fixed,
+            "level": "warning" if self.warning else "problem",
         }
 
 

@@ -360,3 +360,22 @@ def test_a_drop_in_that_is_no_riddle_is_set_aside_with_a_one_line_reason(cli: Cl
         'odd.json: riddle: must be an object (got "what is 1 + 1?"); '
         'priority must be an integer (got "x")'
     ), reason
+
+
+def test_doctor_fix_keeps_the_solved_copy_in_done_when_two_copies_tie(cli: Cli) -> None:
+    """A copy of a done riddle put into failed/ by hand, same rev: the copy in done/ that
+    says it is solved wins (not the queue further along), and doctor says which it kept."""
+    submit_flags(cli, "tie")
+    assert cli("run", "--once").code == 0
+    done = cli.spool / "done" / "tie.json"
+    assert orjson.loads(done.read_bytes())["status"]["solved"] is True
+    (cli.spool / "failed" / "tie.json").write_bytes(done.read_bytes())
+    rev = orjson.loads(done.read_bytes())["rev"]
+    fixed = cli("doctor", "--fix")
+    assert fixed.code == 0, fixed.err
+    assert fixed.out.splitlines() == [
+        f"fixed\tduplicate\ttie\tin done, failed; kept the copy in done (rev {rev}, solved)"
+    ]
+    assert [p.parent.name for p in cli.spool.glob("*/tie.json")] == ["done"]
+    shown = cli("status", "tie", "--json").json()
+    assert shown["riddles"][0]["queue"] == "done"  # type: ignore[index]

@@ -175,7 +175,7 @@ def test_a_role_without_rights_is_told_in_one_line(
     role = made.reader if who == "reader" else made.stranger
     done = run_one_shot(made.cli(role, data), name)
     if who == "reader" and name in READS:
-        # doctor exits 1 on what it finds, such as a server with autovacuum off.
+        # doctor exits 1 on a problem it finds in the spool (and only warns of the server).
         ran = (0, 1) if name == "doctor" else (0,)
         assert done.code in (*ran, 5), (done.code, done.err)  # type: ignore[attr-defined]
         if done.code in ran:  # type: ignore[attr-defined]

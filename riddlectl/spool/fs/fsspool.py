@@ -140,7 +140,7 @@ class FsSpool(Writing):
         riddle_id = riddle.id or ""
         others = [q for q in Queue if q is not queue and os.path.exists(self._file(q, riddle_id))]
         if others:
-            if self._resolve_duplicates(queue, riddle, lock) is None:
+            if self._resolve_duplicates(queue, riddle, lock)[0] is not queue:
                 lock.release()
                 return None
             abandoned = 0  # the older copy's commit had completed: nothing was abandoned
@@ -162,8 +162,9 @@ class FsSpool(Writing):
         }
         claim.token.lock.write_record(orjson.dumps(record))
 
-    def _resolve_duplicates(self, queue: Queue, riddle: Riddle, lock: Lock) -> Riddle | None:
-        """Keep the best copy of a riddle (see `_best`); None when the claimed copy lost.
+    def _resolve_duplicates(self, queue: Queue, riddle: Riddle, lock: Lock) -> tuple[Queue, Riddle]:
+        """Keep the best copy of a riddle (see `_best`) of `riddle` in `queue` and those
+        in other queues: the copy kept.
 
         The copy kept is made durable (its directory flushed) before any other goes: it
         may be the one a commit still under way has just renamed into an inbox, its agent
@@ -188,18 +189,19 @@ class FsSpool(Writing):
             lock.drop_record()
         else:
             lock.clear_record()
-        return riddle if best[0] is queue else None
+        return best
 
-    def dedupe(self, riddle_id: str, wait: float = 5.0) -> bool:
-        """Resolve duplicates of one riddle under its lock; True when one copy is left."""
+    def dedupe(self, riddle_id: str, wait: float = 5.0) -> tuple[Queue, Riddle] | None:
+        """Resolve duplicates of one riddle under its lock: the copy kept when one is left
+        (see `_best`), None when copies are left or the riddle could not be locked."""
         lock = self.lock(riddle_id)
         if not lock.acquire(wait):
-            return False
+            return None
         try:
             found = self.find(riddle_id)
-            if found is not None:
-                self._resolve_duplicates(*found, lock)
-            return sum(self._path(q, riddle_id).exists() for q in Queue) <= 1
+            kept = self._resolve_duplicates(*found, lock) if found is not None else None
+            left = [q for q in Queue if self._path(q, riddle_id).exists()]
+            return kept if kept is not None and left == [kept[0]] else None
         finally:
             lock.release()
 
@@ -296,11 +298,12 @@ class FsSpool(Writing):
 _RANK = {queue: rank for rank, queue in enumerate(Queue)}
 
 
-def _best(copy: tuple[Queue, Riddle]) -> tuple[int, int]:
+def _best(copy: tuple[Queue, Riddle]) -> tuple[int, bool, int]:
     """The copy that wins: the higher rev (every commit bumps it); on a tie, which only a
-    person copying files can cause, the queue further along."""
+    person copying files can cause, a copy in done/ that says it is solved (its place and
+    its word agree: a solved riddle is not one that failed), then the queue further along."""
     queue, riddle = copy
-    return (riddle.rev, _RANK[queue])
+    return (riddle.rev, queue is Queue.DONE and riddle.status.solved, _RANK[queue])
 
 
 def _hashed(name: str) -> str:

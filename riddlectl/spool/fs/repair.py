@@ -4,7 +4,8 @@ Findings (see `examine`): duplicates (an id in two queues), stale locks (lock fi
 riddles no longer in the spool), leftovers in `tmp/`, claim records that outlived their
 riddle's last commit, and strays: what is not a regular file in a queue directory that
 no agent takes from (an agent sets those of its inbox aside). `fix` repairs what is safe:
-the newer copy of a duplicate wins, stale locks, old temp files and stale claim records
+the newer copy of a duplicate wins (on a tie, the one in done/ that says it is solved;
+the finding names the copy kept), stale locks, old temp files and stale claim records
 are removed. Strays are only reported: a person decides what they were.
 """
 
@@ -40,7 +41,7 @@ class Mended(Protocol):
     def holds(self, queue: Queue, riddle_id: str) -> bool: ...
     def find(self, riddle_id: str) -> tuple[Queue, Riddle] | None: ...
     def lock(self, name: str) -> Lock: ...
-    def dedupe(self, riddle_id: str, wait: float = 5.0) -> bool: ...
+    def dedupe(self, riddle_id: str, wait: float = 5.0) -> tuple[Queue, Riddle] | None: ...
 
 
 def examine(spool: Mended, fix: bool = False) -> list[Finding]:
@@ -87,7 +88,12 @@ def _duplicates(spool: Mended, fix: bool) -> list[Finding]:
             continue
         finding = Finding("duplicate", riddle_id, "in " + ", ".join(q.value for q in queues))
         if fix:
-            finding.fixed = spool.dedupe(riddle_id, wait=1.0)
+            kept = spool.dedupe(riddle_id, wait=1.0)
+            finding.fixed = kept is not None
+            if kept is not None:  # said, so that a person can tell the right one won
+                queue, riddle = kept
+                solved = "solved" if riddle.status.solved else "not solved"
+                finding.detail += f"; kept the copy in {queue.value} (rev {riddle.rev}, {solved})"
         findings.append(finding)
     return findings
 

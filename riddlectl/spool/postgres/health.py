@@ -102,7 +102,9 @@ def figures(conn: Conn, schema: str) -> dict[str, Any]:
 
 
 def findings(found: dict[str, Any], schema: str) -> list[Finding]:
-    """What `doctor` warns of in `found` (from `figures`), one finding each."""
+    """What `doctor` warns of in `found` (from `figures`), one finding each: warnings
+    about the server and its settings (the spool is sound; a person with rights over the
+    server acts), but for a schema older than the code, a problem of the spool."""
     warned: list[Finding] = []
     if not found["autovacuum"]:
         warned.append(
@@ -111,6 +113,7 @@ def findings(found: dict[str, Any], schema: str) -> list[Finding]:
                 "server",
                 "autovacuum is off for the server: dead rows pile up and claims slow down; "
                 "set autovacuum = on and track_counts = on in postgresql.conf and reload",
+                warning=True,
             )
         )
     for name, table in found["tables"].items():
@@ -121,6 +124,7 @@ def findings(found: dict[str, Any], schema: str) -> list[Finding]:
                     f"{schema}.{name}",
                     f'autovacuum is off for the table: run ALTER TABLE "{schema}".{name} '
                     "RESET (autovacuum_enabled)",
+                    warning=True,
                 )
             )
         dead, live = table["dead_rows"], table["live_rows"]
@@ -131,6 +135,7 @@ def findings(found: dict[str, Any], schema: str) -> list[Finding]:
                     f"{schema}.{name}",
                     f"{dead} dead rows beside {live} live ones: run VACUUM "
                     f'"{schema}".{name}, and see why autovacuum did not',
+                    warning=True,
                 )
             )
     oldest = found["oldest_transaction"]
@@ -142,6 +147,7 @@ def findings(found: dict[str, Any], schema: str) -> list[Finding]:
                 f"{oldest['application']} has held a transaction open for "
                 f"{oldest['age']:.0f} s ({oldest['state']}), keeping vacuum from dead rows: "
                 f"end it in that application, or SELECT pg_terminate_backend({oldest['pid']})",
+                warning=True,
             )
         )
     if found["schema_version"] < found["schema_version_known"]:
@@ -161,6 +167,7 @@ def findings(found: dict[str, Any], schema: str) -> list[Finding]:
                 "server",
                 f"{used} of {allowed} connections in use: raise max_connections, or put a "
                 "connection pooler before the server",
+                warning=True,
             )
         )
     return warned
