@@ -1,10 +1,18 @@
 """Where a riddle's time goes, stage by stage, from the agents' traces (`riddlectl.trace`).
 
 For each riddle of the latency phase (one in flight at a time) and each stage, the times
-from the commit of the previous stage (for the first stage: the submit's return) to the
-moment its agent woke up, claimed it, started and ended the handlers, and made its commit
-durable; the medians per stage, in milliseconds. Also the fsyncs a riddle's whole trip
-made, and the events the log holds per riddle.
+from the commit of the previous stage (for the first stage: when the bench called submit)
+to the moment its agent woke up, claimed it, started and ended the handlers, and made its
+commit durable; the medians per stage, in milliseconds. Also the fsyncs a riddle's whole
+trip made, and the events the log holds per riddle.
+
+Every mark is read on the one system-wide monotonic clock, yet a mark can come before the
+one it is measured from: an agent already in a pass over its inbox when the riddle came
+(woken by something else) began that pass before the previous commit; the next agent can
+claim a riddle as soon as it is renamed into its inbox, while the previous agent is still
+flushing and logging that commit. Such a mark counts at the one before it (no wait for it
+in this trip), so that no figure goes below zero; `awake` says in how many trips a stage's
+agent was already awake.
 """
 
 from __future__ import annotations
@@ -47,20 +55,24 @@ def breakdown(
     per_stage: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     fsyncs: list[float] = []
     for riddle_id, steps in trips.items():
-        previous = submitted[riddle_id]
+        previous = sent[riddle_id][0] if sent and riddle_id in sent else submitted[riddle_id]
         steps.sort(key=lambda step: step["commit"])
         for step in steps:
             figures = per_stage[step["stage"]]
+            floor = previous
+            figures["awake"].append(float(step["wake"] < previous))
             for mark in MARKS:
-                figures[mark].append((step[mark] - previous) * 1000)
+                floor = max(floor, step[mark])  # see the module's docstring
+                figures[mark].append((floor - previous) * 1000)
             figures["fsyncs"].append(step["fsyncs"])
-            previous = step["commit"]
+            previous = floor
         fsyncs.append(sum(step["fsyncs"] for step in steps))
     stages = {
         stage: {
             "riddles": len(figures["commit"]),
             **{f"{mark}_ms": round(statistics.median(figures[mark]), 3) for mark in MARKS},
             "fsyncs": round(statistics.median(figures["fsyncs"]), 2),
+            "awake": int(sum(figures["awake"])),
         }
         for stage, figures in per_stage.items()
     }
@@ -70,7 +82,11 @@ def breakdown(
         known = [i for i in trips if i in sent]
         if known:
             ends["submit_ms"] = _median_ms([submitted[i] - sent[i][0] for i in known])
-            ends["seen_ms"] = _median_ms([sent[i][1] - trips[i][-1]["commit"] for i in known])
+            # The bench may see the riddle final before the last agent marks its commit
+            # (flushed and logged after the rename the bench sees): 0 then.
+            ends["seen_ms"] = _median_ms(
+                [max(0.0, sent[i][1] - trips[i][-1]["commit"]) for i in known]
+            )
     return {
         "riddles": len(trips),
         **ends,
@@ -88,9 +104,9 @@ def render(figures: dict[str, Any] | None) -> list[str]:
     if not figures:
         return []
     lines = [
-        f"where the time goes (median ms from the previous stage's commit; "
-        f"{figures['fsyncs_per_riddle']:g} fsyncs and {figures['events_per_riddle']:g} events "
-        "per riddle):",
+        f"where the time goes (median ms from the previous stage's commit, for extract from "
+        f"the submit call; {figures['fsyncs_per_riddle']:g} fsyncs and "
+        f"{figures['events_per_riddle']:g} events per riddle):",
         f"  {'stage':9} {'wake-up':>8} {'claim':>8} {'start':>8} {'end':>8} {'commit':>8}",
     ]
     for stage, f in figures["stages"].items():
@@ -98,6 +114,9 @@ def render(figures: dict[str, Any] | None) -> list[str]:
             f"  {stage:9} {f['wake_ms']:8.3f} {f['claim_ms']:8.3f} {f['start_ms']:8.3f} "
             f"{f['end_ms']:8.3f} {f['commit_ms']:8.3f}"
         )
+    awake = [f"{stage} {f['awake']}/{f['riddles']}" for stage, f in figures["stages"].items()]
+    if any(f.get("awake") for f in figures["stages"].values()):
+        lines.append(f"  (trips whose agent was already awake, its wake-up 0: {', '.join(awake)})")
     if figures.get("submit_ms") is not None:
         lines.append(
             f"  (the submit call itself {figures['submit_ms']:.3f} ms; from the last commit "

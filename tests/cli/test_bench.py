@@ -4,6 +4,7 @@ field with sane values. Speed is reported, never asserted."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -132,3 +133,43 @@ def test_a_bulk_submit_is_timed_on_postgresql(pg_url: str) -> None:
     assert bulk["riddles"] == 500
     assert bulk["per_s"] > 0 and bulk["cpu_ms_per_riddle"] > 0 and bulk["load_average"] >= 0
     assert outcome["options"]["submit_riddles"] == 500
+
+
+@pytest.mark.timeout(180)
+def test_where_the_time_goes_never_goes_below_zero(outcome: dict[str, Any]) -> None:
+    """Each stage's marks in the order they happen, none before the previous stage's
+    commit; how often an agent was already awake is said instead."""
+    breakdown = outcome["breakdown"]
+    assert set(breakdown["stages"]) == {"extract", "solve", "validate", "manage"}
+    for stage, figures in breakdown["stages"].items():
+        marks = [figures[f"{mark}_ms"] for mark in ("wake", "claim", "start", "end", "commit")]
+        assert marks[0] >= 0 and marks == sorted(marks), (stage, figures)
+        assert 0 <= figures["awake"] <= figures["riddles"]
+    assert breakdown["submit_ms"] >= 0 and breakdown["seen_ms"] >= 0
+
+
+def bench_text(*args: str) -> str:
+    exe = shutil.which("riddlectl", path=str(Path(sys.executable).parent))
+    argv = [exe] if exe else [sys.executable, "-m", "riddlectl"]
+    proc = subprocess.run(
+        [*argv, "bench", *args], capture_output=True, text=True, timeout=170, env=dict(os.environ)
+    )
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+@pytest.mark.timeout(180)
+def test_bench_prints_what_a_user_compares_and_no_negative_time() -> None:
+    """The summary for people: figures and the ratios to this machine's reference, not
+    the project's own targets (those stay in --json); no time below zero."""
+    text = bench_text("--riddles", "20", "--latency-riddles", "15")
+    lines = text.splitlines()
+    assert not [line for line in lines if line.startswith("target") or "MISSED" in line], text
+    assert not re.search(r"(?<![\w.])-\d", text), text  # no negative figure anywhere
+    assert any(line.startswith("throughput: ") for line in lines), text
+    assert any(line.startswith("latency: p50 ") for line in lines), text
+    (compared,) = [line for line in lines if line.startswith("against the reference: ")]
+    assert "throughput " in compared and "p50 latency " in compared
+    assert any(line.startswith("where the time goes") for line in lines), text
+    startup = bench_text("--startup", "--startup-runs", "2")
+    assert "target" not in startup and "status / typer+pydantic" in startup, startup
