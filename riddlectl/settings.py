@@ -55,6 +55,8 @@ ENV_VARS = {
     "max_sub_riddles": "RIDDLECTL_MAX_SUB_RIDDLES",
     "max_sub_depth": "RIDDLECTL_MAX_SUB_DEPTH",
     "audio_policy": "RIDDLECTL_AUDIO_POLICY",
+    "log_level": "RIDDLECTL_LOG_LEVEL",
+    "log_format": "RIDDLECTL_LOG_FORMAT",
 }
 
 # The config file that replaces the spool's own (any kind of spool).
@@ -98,6 +100,9 @@ class Settings:
     audio_policy: str = "best"
     # Headers of `http:` requests; `${VAR}` in a value is read from the environment.
     http_headers: Mapping[str, str] = field(default_factory=dict)
+    # What `run` and `agent` log on stderr, and how (docs/operations.md#logs).
+    log_level: str = "info"
+    log_format: str = "text"
 
     def handlers_for(self, stage: str) -> tuple[str, ...]:
         return tuple(self.handlers.get(stage, ()))
@@ -109,6 +114,11 @@ class Settings:
 
 # Settings whose values must be at least this (beyond the positive numbers of all).
 MINIMUMS = {"max_document_bytes": MIN_DOCUMENT_BYTES, "max_sub_depth": 0}
+# Settings that take one of a few words.
+CHOICES = {
+    "log_level": ("debug", "info", "warning", "error"),
+    "log_format": ("text", "json"),
+}
 
 
 def _convert(name: str, value: Any, source: str) -> Any:
@@ -119,7 +129,9 @@ def _convert(name: str, value: Any, source: str) -> Any:
         if kind == "str":
             if not isinstance(value, str) or not value:
                 raise ValueError(value)
-            return value
+            if name in CHOICES and value.lower() not in CHOICES[name]:
+                raise ValueError(value)
+            return value.lower() if name in CHOICES else value
         if kind == "bool":
             if isinstance(value, bool):
                 return value
@@ -140,6 +152,8 @@ def _convert(name: str, value: Any, source: str) -> Any:
             return seconds
     except (TypeError, ValueError):
         least = f" (at least {MINIMUMS[name]})" if name in MINIMUMS else ""
+        if name in CHOICES:
+            least = f" (one of {', '.join(CHOICES[name])})"
         raise ConfigError(f"invalid value {value!r}{least}", where=source, field=name) from None
     return value
 

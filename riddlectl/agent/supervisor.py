@@ -9,8 +9,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from riddlectl import runtime
-from riddlectl.agent.worker import Worker, run_workers, say
+from riddlectl import logbook, runtime
+from riddlectl.agent.worker import Worker, run_workers
 from riddlectl.errors import SpoolUnavailable
 from riddlectl.identity import Actor
 from riddlectl.settings import Settings
@@ -21,6 +21,8 @@ from riddlectl.spool.states import INBOX, STAGES, Queue
 if TYPE_CHECKING:
     from riddlectl.handlers.base import NamedHandler
     from riddlectl.pipeline.stages import StageContext
+
+log = logbook.logger(__name__)
 
 
 @dataclass
@@ -104,10 +106,23 @@ def run(
         spool.recover(workers[0].pipeline.committed)  # what agents that died left behind
         return spool, workers
 
-    begun = start() if once else patiently(start, stop)
+    begun = start() if once else patiently(start, stop, actor.name)
     if begun is None:
-        return summary  # stopped while waiting for the spool
+        _stopped(actor, summary, started, getattr(stop, "why", ""), "before the spool answered")
+        return summary
     spool, workers = begun
+    log.info(
+        "started",
+        extra={
+            "agent": actor.name,
+            "pid": actor.pid,
+            "stages": list(contexts),
+            "handlers": {stage: [h.name for h in ctx.handlers] for stage, ctx in contexts.items()},
+            "concurrency": concurrency,
+            "spool": spool.name,
+            "once": once,
+        },
+    )
     # What is loaded by now (modules, schemas, handlers) lives as long as the agent: kept
     # out of the collector's passes, which walked it again and again (solve: 0.31 ->
     # 0.22 ms of CPU per riddle).
@@ -130,7 +145,23 @@ def run(
         spool.close()
         summary.seconds = time.monotonic() - started
         summary.held = len(spool.ids(Queue.HOLD))
+        why = getattr(stop, "why", "") or ("nothing left to move" if once else "stopped")
+        _stopped(actor, summary, started, why)
     return summary
+
+
+def _stopped(actor: Actor, summary: RunSummary, started: float, why: str, when: str = "") -> None:
+    log.info(
+        "stopped",
+        extra={
+            "agent": actor.name,
+            "why": f"{why or 'stopped'} {when}".strip(),
+            "done": summary.done_count,
+            "failed": summary.failed_count,
+            "handled": summary.handled,
+            "seconds": round(time.monotonic() - started, 3),
+        },
+    )
 
 
 def _seat(spool: Spool, record: dict[str, Any]) -> list[Seat]:
@@ -140,7 +171,13 @@ def _seat(spool: Spool, record: dict[str, Any]) -> list[Seat]:
     try:
         return [spool.register_agent(record)]
     except OSError as exc:
-        say(f"cannot keep this agent's record ({exc.strerror or exc}); going on without it")
+        log.warning(
+            "no-record",
+            extra={
+                "agent": spool.actor.name if spool.actor else None,
+                "error": exc.strerror or str(exc),
+            },
+        )
         return []
 
 
@@ -160,24 +197,28 @@ AWAIT_FIRST, AWAIT_CAP = 0.5, 30.0  # seconds between tries, doubling
 T = TypeVar("T")
 
 
-def patiently(start: Callable[[], T], stop: threading.Event) -> T | None:
+def patiently(start: Callable[[], T], stop: threading.Event, agent: str | None = None) -> T | None:
     """`start()`, tried again with back-off while the spool cannot be used for now (a
-    database server down or starting up, or one refusing this role); said once, and once
-    when it went through. None when `stop` was set meanwhile. Any other `SpoolUnusable`
-    (no spool there) is raised: waiting would not help."""
+    database server down or starting up, or one refusing this role); logged once
+    (`spool-waiting`), and once when it went through (`spool-back`). None when `stop` was
+    set meanwhile. Any other `SpoolUnusable` (no spool there) is raised: waiting would not
+    help."""
     delay, waited = AWAIT_FIRST, False
     while not stop.is_set():
         try:
             begun = start()
         except SpoolUnavailable as exc:
             if not waited:
-                say(f"{exc}; waiting for it, trying again with back-off (up to {AWAIT_CAP:g} s)")
+                log.warning(
+                    "spool-waiting",
+                    extra={"agent": agent, "error": str(exc), "retry": f"up to {AWAIT_CAP:g} s"},
+                )
                 waited = True
             stop.wait(delay)
             delay = min(AWAIT_CAP, delay * 2)
             continue
         if waited:
-            say("connected to the spool; going on")
+            log.info("spool-back", extra={"agent": agent, "spool": "connected"})
         return begun
     return None
 

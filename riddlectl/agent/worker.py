@@ -10,19 +10,20 @@ any more. Stopping waits a grace period for the handlers still running, then kil
 from __future__ import annotations
 
 import contextlib
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from riddlectl import inflight, trace
+from riddlectl import inflight, logbook, trace
 from riddlectl.errors import SpoolUnusable
 from riddlectl.pipeline.jobs import Pipeline
 from riddlectl.pipeline.stages import MANAGE, SOLVE, Stage, StageContext, stage_named
 from riddlectl.spool.contract import Claim
 from riddlectl.spool.crashpoints import CARRIED, reach
 from riddlectl.spool.states import Queue
+
+log = logbook.logger(__name__)
 
 IDLE_POLL = 1.0  # seconds between rescans when nothing wakes the loop
 # Seconds before looking again at riddles another agent held, doubling while they stay
@@ -131,12 +132,14 @@ class DiskTrouble:
     """Back-off while the spool cannot be written (full disk, read-only mount) or used (a
     database server that is down, restarting or refusing).
 
-    Says so on stderr once per streak and once a minute after, waits 0.5 s, doubling up
-    to 30 s, and starts over when a tick succeeds. Nothing is lost meanwhile: a commit is
-    atomic, so the riddle stays where it was, and its claim is given back.
+    Logs it (`spool-waiting`) once per streak and once a minute after, waits 0.5 s,
+    doubling up to 30 s, and starts over, saying so (`spool-back`), when a tick succeeds.
+    Nothing is lost meanwhile: a commit is atomic, so the riddle stays where it was, and
+    its claim is given back.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, agent: str | None = None) -> None:
+        self.agent = agent
         self.failures = 0
         self.last_said = 0.0
         self.unusable = False  # the last trouble was the spool's, not the disk's
@@ -148,15 +151,16 @@ class DiskTrouble:
         if self.failures == 1 or time.monotonic() - self.last_said > 60:
             self.last_said = time.monotonic()
             what = exc if isinstance(exc, SpoolUnusable) else f"cannot write the spool: {exc}"
-            sys.stderr.write(f"riddlectl: {what}; retrying in {delay:g} s\n")
-            sys.stderr.flush()
+            log.warning(
+                "spool-waiting",
+                extra={"agent": self.agent, "error": str(what), "retry": f"in {delay:g} s"},
+            )
         return delay
 
     def clear(self) -> None:
         if self.failures:
             again = "can be used" if self.unusable else "is writable"
-            sys.stderr.write(f"riddlectl: the spool {again} again\n")
-            sys.stderr.flush()
+            log.info("spool-back", extra={"agent": self.agent, "spool": f"{again} again"})
         self.failures = 0
 
 
@@ -196,8 +200,9 @@ def run_workers(
 def _wind_down(crew: Crew, hurry: threading.Event, grace: float) -> None:
     """Wait up to `grace` s for the handler calls still running, then end them."""
     running = len(crew.calls.running())
+    agent = crew.trouble.agent
     if running and crew.alive():
-        say(f"stopping: {running} handler(s) still running, waiting up to {grace:g} s")
+        log.info("stopping", extra={"agent": agent, "running": running, "grace": grace})
     deadline = time.monotonic() + grace
     while crew.alive() and time.monotonic() < deadline and not hurry.is_set():
         crew.join(0.05)
@@ -205,20 +210,14 @@ def _wind_down(crew: Crew, hurry: threading.Event, grace: float) -> None:
         return
     groups, threads = crew.calls.stop()
     if groups:
-        say(f"stopping: killed {groups} handler(s) still running; their riddles are given back")
+        # Their riddles are given back, unchanged, for the next agent.
+        log.warning("handlers-killed", extra={"agent": agent, "killed": groups})
     if threads:
-        say(
-            f"stopping: {threads} Python handler(s) still running cannot be killed (threads); "
-            "abandoned, their riddles are given back"
-        )
+        # Python cannot kill a thread: abandoned, their riddles given back.
+        log.warning("handlers-abandoned", extra={"agent": agent, "threads": threads})
     deadline = time.monotonic() + GIVE_BACK_WAIT
     while crew.alive() and time.monotonic() < deadline:
         crew.join(0.05)
-
-
-def say(message: str) -> None:
-    sys.stderr.write(f"riddlectl: {message}\n")
-    sys.stderr.flush()
 
 
 class Crew:
@@ -253,7 +252,7 @@ class Crew:
         self.busy: dict[int, int] = {}  # id(worker) -> ticks under way
         self.threads: list[threading.Thread] = []
         self.idle_rounds = 0
-        self.trouble = DiskTrouble()
+        self.trouble = DiskTrouble(workers[0].pipeline.actor.name if workers else None)
 
     def start(self) -> None:
         for worker in self.workers:
@@ -350,8 +349,11 @@ class Crew:
             return moved
         except (OSError, SpoolUnusable) as exc:
             self.stop.wait(self.trouble.back_off(exc))
-        except Exception as exc:
-            sys.stderr.write(f"riddlectl: agent error: {type(exc).__name__}: {exc}\n")
+        except Exception as exc:  # a bug: said, and the loop goes on after a pause
+            log.error(
+                "agent-error",
+                extra={"agent": self.trouble.agent, "error": f"{type(exc).__name__}: {exc}"},
+            )
             self.stop.wait(1.0)
         finally:
             with self.lock:

@@ -10,6 +10,7 @@ import typer
 from riddlectl import runtime
 from riddlectl.agent.supervisor import RunSummary
 from riddlectl.agent.supervisor import run as run_agents
+from riddlectl.cli import logs
 from riddlectl.cli.common import (
     command_group,
     emit_json,
@@ -79,6 +80,24 @@ TrialsOpt = Annotated[
         show_default="3",
     ),
 ]
+LogLevelOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="Log events of this level and above on stderr: debug, info, warning, error.",
+        envvar=ENV_VARS["log_level"],
+        show_default="info",
+        metavar="LEVEL",
+    ),
+]
+LogFormatOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="One log line an event, as text or json.",
+        envvar=ENV_VARS["log_format"],
+        show_default="text",
+        metavar="FORMAT",
+    ),
+]
 ConcurrencyOpt = Annotated[
     int,
     typer.Option(help="Worker threads (spares are added while handlers hang).", min=1, max=64),
@@ -105,6 +124,8 @@ def run(
     timeout: TimeoutOpt = None,
     max_attempts: AttemptsOpt = None,
     max_trials: TrialsOpt = None,
+    log_level: LogLevelOpt = None,
+    log_format: LogFormatOpt = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No summary.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="The summary as JSON.")] = False,
 ) -> None:
@@ -122,7 +143,10 @@ def run(
         max_attempts=max_attempts,
         max_trials=max_trials,
         handlers=_handler_flags(handler or []) or None,
+        log_level=log_level,
+        log_format=log_format,
     )
+    logs.install(settings.log_level, settings.log_format)
     # Every handler is resolved before the spool is looked at: a mistyped one is exit 2
     # at once, with no riddle touched (and no waiting for a database first).
     handlers = runtime.stage_handlers(settings, chosen)
@@ -183,6 +207,8 @@ def agent(
     timeout: TimeoutOpt = None,
     max_attempts: AttemptsOpt = None,
     max_trials: TrialsOpt = None,
+    log_level: LogLevelOpt = None,
+    log_format: LogFormatOpt = None,
 ) -> None:
     """One agent process for one stage; runs until SIGTERM/SIGINT."""
     if stage not in STAGES:
@@ -191,8 +217,15 @@ def agent(
         fail("manage takes no handlers", ExitCode.USAGE)
     handlers = {stage: _own_stage(stage, handler)} if handler else None
     settings = resolve(
-        ctx, timeout=timeout, max_attempts=max_attempts, max_trials=max_trials, handlers=handlers
+        ctx,
+        timeout=timeout,
+        max_attempts=max_attempts,
+        max_trials=max_trials,
+        handlers=handlers,
+        log_level=log_level,
+        log_format=log_format,
     )
+    logs.install(settings.log_level, settings.log_format)
     loaded = runtime.stage_handlers(settings, (stage,))  # as for `run`
     if once:
         runtime.open_spool(settings, create=False, writable=True)

@@ -135,12 +135,14 @@ def read_ids(ids: list[str]) -> list[str]:
 def stop_on_signals() -> tuple[threading.Event, threading.Event]:
     """(stop, hurry): SIGTERM or SIGINT sets `stop` (handlers still running get the stop
     grace), a second one sets `hurry` too (they are ended at once)."""
-    stop, hurry = threading.Event(), threading.Event()
+    from riddlectl.agent import Stop
+
+    stop, hurry = Stop(), threading.Event()
 
     def handler(signum: int, frame: Any) -> None:
         if stop.is_set():
             hurry.set()
-        stop.set()
+        stop.request(f"signal {signal.Signals(signum).name}")
 
     signal.signal(signal.SIGTERM, handler)
     signal.signal(signal.SIGINT, handler)

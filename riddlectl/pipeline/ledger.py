@@ -16,11 +16,13 @@ The ledger knows neither of the two jobs that commit through it (`attempts`, `pa
 
 from __future__ import annotations
 
+import logging
+import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from riddlectl import trace
+from riddlectl import logbook, trace
 from riddlectl.document.codec import make_room
 from riddlectl.document.events import MAX_HISTORY, Event
 from riddlectl.document.model import Riddle
@@ -30,6 +32,8 @@ from riddlectl.spool.contract import Claim, Spool
 from riddlectl.spool.crashpoints import reach
 from riddlectl.spool.events import EventLog
 from riddlectl.spool.states import FINAL, STAGES, Queue, route
+
+log = logbook.logger(__name__)
 
 MAX_ERROR_CHARS = 1000  # of an error kept in a document: a handler's message may be huge
 # Moves a person makes (the commands, `doctor`): no agent hand-off, so no `contacts`.
@@ -149,11 +153,42 @@ class Ledger:
         reach("event-logged")
         trace.committed([(move.riddle.id, move.stage) for move in moves], fsyncs)
         for move, riddle in zip(moves, stored, strict=True):
+            self._tell(move)
             if self.on_move is not None:
                 self.on_move(riddle.id or "", move.to)
             if move.to in FINAL and riddle.parent_id and self.on_child_final is not None:
                 self.on_child_final(riddle.parent_id)
         return stored
+
+    def _tell(self, move: Move) -> None:
+        """The log line of a committed move: a riddle failed (warning), an attempt to be
+        tried again (info), any other hand-off (debug)."""
+        event = move.events[-1]
+        fields = {"id": event["id"], "stage": event["stage"], "agent": self.actor.name}
+        if move.to is Queue.FAILED:
+            log.warning("riddle-failed", extra={**fields, "error": event.get("error")})
+        elif move.to is move.claim.queue and event["outcome"] in ("error", "timeout"):
+            attempts = move.riddle.extensions().get("attempts") or {}
+            due = move.riddle.extensions().get("retry_at")
+            log.info(
+                "retry",
+                extra={
+                    **fields,
+                    "attempt": attempts.get(event["stage"]),
+                    "delay": round(due - time.time(), 3) if isinstance(due, float) else None,
+                    "error": event.get("error"),
+                },
+            )
+        elif log.isEnabledFor(logging.DEBUG):
+            log.debug(
+                "hand-off",
+                extra={
+                    **fields,
+                    "from": event.get("from"),
+                    "to": move.to.value,
+                    "outcome": event["outcome"],
+                },
+            )
 
     def move(
         self,

@@ -153,9 +153,13 @@ class Spool(abc.ABC):
     def log_set_aside(self, queue: Queue, name: str, reason: str) -> None:
         """Log that the entry `name` of `queue` was set aside, and why (a `corrupt`
         event): whoever read it, a user reading the event log learns of it."""
+        from riddlectl.logbook import logger
+
         actor = self.actor or Actor("riddlectl")
         stage = STAGE_OF_INBOX.get(queue)
         self.events.append(Event.corrupt(actor, queue.value, stage, name, reason).to_json())
+        where = {"stage": stage, "agent": actor.name, "queue": queue.value, "file": name}
+        logger(__name__).warning("set-aside", extra={**where, "reason": reason})
 
     def log_abandoned(
         self, queue: Queue, riddle: Riddle, owner: dict[str, Any], count: int
@@ -163,11 +167,23 @@ class Spool(abc.ABC):
         """A claim found its holder dead (`owner`, its claim record; `count` such claims
         in a row): the event is logged now, and is the riddle's history entry of that
         attempt, stored with the claimed document's next commit."""
+        from riddlectl.logbook import logger
+
         stage = STAGE_OF_INBOX.get(queue, queue.value)
         event = Event.abandoned(riddle.id, stage, queue.value, riddle.rev, owner, count)
         logged = event.to_json()
         self.events.append(logged)
         riddle.history = [*riddle.history, logged][-MAX_HISTORY:]
+        logger(__name__).warning(
+            "claim-recovered",
+            extra={
+                "id": riddle.id,
+                "stage": stage,
+                "agent": self.actor.name if self.actor else None,
+                "dead": {k: owner.get(k) for k in ("agent", "host", "pid") if owner.get(k)},
+                "in_a_row": count,
+            },
+        )
 
     @property
     @abc.abstractmethod

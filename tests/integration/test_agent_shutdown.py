@@ -65,9 +65,15 @@ def start_agent(
     env = {**os.environ, "HANG_PGIDS": str(tmp_path / "pgids"), "PYTHONPATH": str(tmp_path)}
     if grace is not None:
         env["RIDDLECTL_STOP_GRACE"] = grace
+    env["RIDDLECTL_LOG_FORMAT"] = "json"
     agent = cli.popen(*argv, env=env)
     started.append(agent)
     return agent
+
+
+def logged(err: bytes) -> list[dict]:
+    """The agent's log lines (JSON, one an event)."""
+    return [orjson.loads(line) for line in err.splitlines()]
 
 
 def wait_for_handlers(tmp_path: Path, count: int) -> list[int]:
@@ -137,11 +143,10 @@ def test_sigterm_kills_hung_handlers_after_the_grace_and_gives_their_riddles_bac
     assert agent.returncode == 0, err
     assert 2 <= took < 2 + 3, took
     assert group_members_after_kill(pgid) == []  # (a member may stay a zombie if PID 1 never reaps)
-    lines = err.decode().splitlines()
-    assert lines == [
-        "riddlectl: stopping: 1 handler(s) still running, waiting up to 2 s",
-        "riddlectl: stopping: killed 1 handler(s) still running; their riddles are given back",
-    ]
+    said = logged(err)
+    assert [line["event"] for line in said] == ["started", "stopping", "handlers-killed", "stopped"]
+    assert (said[1]["running"], said[1]["grace"], said[2]["killed"]) == (1, 2, 1)
+    assert said[3]["why"] == "signal SIGTERM"
     assert_given_back(cli, "hang-1")
 
 
@@ -154,7 +159,7 @@ def test_the_default_grace_is_ten_seconds(cli: Cli, tmp_path: Path, started: lis
     _, err = agent.communicate(timeout=40)
     assert agent.returncode == 0
     assert 10 <= time.monotonic() - sent < 10 + 3
-    assert "waiting up to 10 s" in err.decode()
+    assert logged(err)[1]["grace"] == 10
     assert group_members_after_kill(pgid) == []
     assert_given_back(cli, "hang-1")
 
@@ -180,7 +185,7 @@ def test_a_second_signal_stops_at_once_still_killing_the_groups(
     assert time.monotonic() - sent < 3
     for pgid in pgids:
         assert group_members_after_kill(pgid) == []
-    assert "killed 2 handler(s)" in err.decode()
+    assert [line["killed"] for line in logged(err) if line["event"] == "handlers-killed"] == [2]
     assert_given_back(cli, "hang-1", "hang-2")
 
 
@@ -197,10 +202,9 @@ def test_a_python_handler_cannot_be_killed_and_is_abandoned(
     _, err = agent.communicate(timeout=30)
     assert agent.returncode == 0, err
     assert 1 <= time.monotonic() - sent < 1 + 3
-    assert err.decode().splitlines()[-1] == (
-        "riddlectl: stopping: 1 Python handler(s) still running cannot be killed (threads); "
-        "abandoned, their riddles are given back"
-    )
+    said = logged(err)
+    assert [line["event"] for line in said][-2:] == ["handlers-abandoned", "stopped"]
+    assert said[-2]["threads"] == 1
     assert_given_back(cli, "hang-1")
 
 
@@ -223,16 +227,16 @@ def test_given_back_riddles_are_handled_by_the_next_agent(
     assert [e for e in events if e["outcome"] == "abandoned"] == []
 
 
-def test_an_agent_with_nothing_running_stops_at_once_and_says_nothing(cli: Cli) -> None:
-    agent = cli.popen("agent", "solve")
-    deadline = time.monotonic() + 30
-    while not _catches_sigterm(agent.pid):  # a SIGTERM before that would just kill it
-        assert time.monotonic() < deadline
-        time.sleep(0.02)
+def test_an_agent_with_nothing_running_stops_at_once_and_says_only_so(cli: Cli) -> None:
+    agent = cli.popen("agent", "solve", "--log-format", "json")
+    assert agent.stderr is not None
+    assert orjson.loads(agent.stderr.readline())["event"] == "started"
+    assert _catches_sigterm(agent.pid)  # installed before it starts
     agent.send_signal(signal.SIGTERM)
     sent = time.monotonic()
     _, err = agent.communicate(timeout=30)
-    assert (agent.returncode, err) == (0, b"")
+    assert agent.returncode == 0
+    assert [line["event"] for line in logged(err)] == ["stopped"]
     assert time.monotonic() - sent < 2
 
 

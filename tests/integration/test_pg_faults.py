@@ -483,12 +483,14 @@ def test_serve_on_a_server_down_starting_up_or_read_only(
 
 
 def read_line(proc: subprocess.Popen[bytes], timeout: float = 60) -> str:
-    """The next line `proc` writes on stderr."""
+    """The next line `proc` writes on stderr, past the agent's `started` line."""
     assert proc.stderr is not None
     os.set_blocking(proc.stderr.fileno(), True)
     deadline = time.monotonic() + timeout
     line = b""
-    while not line.endswith(b"\n"):
+    while not line.endswith(b"\n") or b" INFO started " in line:
+        if line.endswith(b"\n"):
+            line = b""
         assert time.monotonic() < deadline, f"no line in {timeout} s: {line!r}"
         line += proc.stderr.readline()
         if not line and proc.poll() is not None:
@@ -535,11 +537,13 @@ def test_an_agent_waiting_for_the_server_stops_at_sigterm(tmp_path: Path) -> Non
     nothing_there = Cli("postgresql://postgres@127.0.0.1:1/postgres", tmp_path)
     agent = nothing_there.popen("agent", "extract")
     try:
-        assert "waiting for it" in read_line(agent)
+        assert "spool-waiting" in read_line(agent)
     finally:
         agent.send_signal(signal.SIGTERM)
         _, rest = agent.communicate(timeout=30)
-    assert agent.returncode == 0 and rest == b"", rest.decode()
+    assert agent.returncode == 0, rest.decode()
+    (stopped,) = rest.decode().splitlines()  # and nothing else
+    assert "stopped" in stopped and 'why="signal SIGTERM before the spool answered"' in stopped
 
 
 @OWN_SERVER
@@ -554,7 +558,8 @@ def test_a_running_agent_outlives_a_server_restart_saying_so_once(
         time.sleep(2)  # at work: connected, claiming now and then
         server.stop()
         lost = read_line(agent)
-        assert "the spool cannot be used" in lost and "retrying" in lost, lost
+        assert "spool-waiting" in lost and "the spool cannot be used" in lost, lost
+        assert 'retry="in ' in lost, lost
         time.sleep(2)  # a few tries meanwhile, quietly
         server.start()
         back = read_line(agent)

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 from pathlib import Path
 from typing import Any
@@ -92,15 +93,20 @@ def test_run_until_stopped(rig: Rig, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_disk_trouble_backs_off_doubling_and_says_so_once(
-    capsys: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
-    trouble = DiskTrouble()
+    caplog.set_level(logging.INFO, logger="riddlectl")
+    trouble = DiskTrouble("agent:solve")
     full = OSError(28, "No space left on device")
     assert [trouble.back_off(full) for _ in range(8)] == [0.5, 1, 2, 4, 8, 16, 30, 30]
-    err = capsys.readouterr().err
-    assert err.count("No space left on device") == 1
+    (said,) = caplog.records
+    assert (said.levelname, said.getMessage()) == ("WARNING", "spool-waiting")
+    assert "No space left on device" in said.error  # type: ignore[attr-defined]
+    caplog.clear()
     trouble.clear()
-    assert capsys.readouterr().err == "riddlectl: the spool is writable again\n"
+    (back,) = caplog.records
+    assert back.getMessage() == "spool-back" and back.agent == "agent:solve"  # type: ignore[attr-defined]
+    assert back.spool == "is writable again"  # type: ignore[attr-defined]
     assert trouble.back_off(full) == 0.5
 
 
