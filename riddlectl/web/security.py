@@ -1,15 +1,17 @@
 """The server's safety rules, applied to every request before any route sees it.
 
 - **Token**: when the server has one, every request carries it: `Authorization: Bearer
-  T`, or the cookie a browser gets by opening any page once with `?token=T`.
+  T` (the scheme in any case), or the cookie a browser gets by opening any page once
+  with `?token=T`.
 - **Trusted hosts**: the `Host` header must name the server (loopback names, the
   `--host` given, `--allow-host` names), so that a page on another site that rebinds its
   DNS name to this machine cannot read or act on it.
 - **Same origin for state changes**: every request that changes state is a POST (no route
   changes anything on GET), and a POST from a browser must come from the server's own
-  pages: `Sec-Fetch-Site: same-origin`, or, from a browser that sends no such header, an
-  `Origin` equal to the server's. A request with neither header is not a browser's (curl,
-  scripts) and is let through, as a cross-site page cannot send one.
+  pages: `Sec-Fetch-Site: same-origin` (or `none`), and an `Origin`, when one is sent,
+  equal to the server's (a foreign `Origin` is refused whatever `Sec-Fetch-Site` says).
+  A request with neither header is not a browser's (curl, scripts) and is let through,
+  as a cross-site page cannot send one.
 - **Read-only**: every POST that changes state is refused (the preview of the form is not
   one).
 - **Headers**: a strict Content-Security-Policy (scripts and styles from the server only,
@@ -91,22 +93,35 @@ class Guard:
     def authorized(self, headers: dict[str, str], query: str) -> bool:
         if self.token is None:
             return True
-        given = [headers.get("authorization", "").removeprefix("Bearer ").strip()]
+        given = [_bearer(headers.get("authorization", ""))]
         given.append(_cookie(headers.get("cookie", "")))
         given.append(dict(parse_qsl(query)).get("token", ""))
         return any(g and hmac.compare_digest(g.encode(), self.token.encode()) for g in given)
 
 
 def same_origin(headers: dict[str, str], scheme: str) -> bool:
-    """Whether a browser's request comes from this server's own pages (see the module)."""
+    """Whether a browser's request comes from this server's own pages (see the module).
+    An `Origin` that is present is checked whatever `Sec-Fetch-Site` says: one header
+    vouching for the request does not excuse the other naming a foreign site."""
+    origin = headers.get("origin")
+    if origin is not None and not _own_origin(origin, headers, scheme):
+        return False
     site = headers.get("sec-fetch-site")
     if site is not None:
         return site in ("same-origin", "none")
-    origin = headers.get("origin")
-    if origin is None:
-        return True  # not a browser
+    return True  # the server's own Origin, or not a browser (neither header)
+
+
+def _own_origin(origin: str, headers: dict[str, str], scheme: str) -> bool:
     parts = urlsplit(origin)
     return parts.scheme == scheme and parts.netloc.lower() == headers.get("host", "").lower()
+
+
+def _bearer(header: str) -> str:
+    """The token of `Authorization: Bearer T`; the scheme's name is case-insensitive
+    (RFC 9110, 11.1), so `bearer T` gives it too. Another scheme gives none."""
+    scheme, _, token = header.strip().partition(" ")
+    return token.strip() if scheme.lower() == "bearer" else ""
 
 
 class Secure:

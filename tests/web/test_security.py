@@ -235,3 +235,38 @@ def test_read_only_offers_no_action_it_would_refuse(tmp_path: Path) -> None:
     # What is refused anyway says so, in the form each side reads.
     assert refused_api.status_code == 403 and "read-only" in refused_api.json()["error"]
     assert refused_page.status_code == 403 and "read-only" in refused_page.text
+
+
+@pytest.mark.parametrize("scheme", ["Bearer", "bearer", "BEARER", "bEaReR"])
+def test_the_authorization_scheme_is_any_case(tmp_path: Path, scheme: str) -> None:
+    """RFC 9110 §11.1: the scheme name is case-insensitive, so `bearer T` is `Bearer T`."""
+    server = start(make_cli(tmp_path), "--token", TOKEN, token=TOKEN)
+    try:
+        with httpx.Client(base_url=server.url, timeout=10) as bare:
+            given = bare.get("/api/status", headers={"authorization": f"{scheme} {TOKEN}"})
+            wrong = bare.get("/api/status", headers={"authorization": f"{scheme} nope{TOKEN}"})
+            other = bare.get("/api/status", headers={"authorization": f"Basic {TOKEN}"})
+    finally:
+        server.stop()
+    assert given.status_code == 200, given.text
+    assert wrong.status_code == 401 and other.status_code == 401
+
+
+@pytest.mark.parametrize("site", ["same-origin", "none", "same-site", "cross-site"])
+@pytest.mark.parametrize(
+    "origin", ["http://evil.example", "null", "https://127.0.0.1", "http://127.0.0.1:1"]
+)
+def test_a_foreign_origin_is_refused_whatever_sec_fetch_site_says(
+    served: Served, site: str, origin: str
+) -> None:
+    target = f"origin-{abs(hash((site, origin)))}"
+    with served.client() as http:
+        http.post("/api/submit", json=example(id=target)).raise_for_status()
+        headers = {"sec-fetch-site": site, "origin": origin}
+        refused = http.post("/api/hold", json={"ids": [target]}, headers=headers)
+        form = http.post("/app/act", data={"action": "hold", "id": target}, headers=headers)
+        assert refused.status_code == 403 and form.status_code == 403, (site, origin)
+        assert http.get(f"/api/result/{target}").json()["queue"] == "incoming"
+        # The server's own origin with the same header is taken.
+        own = {"sec-fetch-site": "same-origin", "origin": served.url}
+        assert http.post("/api/hold", json={"ids": [target]}, headers=own).status_code == 200
