@@ -23,6 +23,7 @@ from riddlectl.errors import InvalidData, InvalidDocument, RiddleError
 from riddlectl.ops import admin
 from riddlectl.ops import agents as roster
 from riddlectl.web import datafiles, forms, views
+from riddlectl.web import index as indexing
 from riddlectl.web import query as tables
 from riddlectl.web.live import Hub
 from riddlectl.web.service import ACTIONS, Done, Outcome, Service, http_status
@@ -30,7 +31,7 @@ from riddlectl.web.service import ACTIONS, Done, Outcome, Service, http_status
 router = APIRouter(prefix="/app", include_in_schema=False)
 AGENTS_REFRESH = 2  # seconds between refreshes of the agents page's list
 templates = Jinja2Templates(directory=Path(__file__).parent / "templates")
-templates.env.filters["ago"] = views.when
+templates.env.filters["ago"] = views.when_tag
 
 
 def _web(request: Request) -> Service:
@@ -99,6 +100,11 @@ def riddle(
 def _riddle_page(request: Request, riddle_id: str, note: str, status: int = 200) -> HTMLResponse:
     web = _web(request)
     queue, found = web.spool.require(riddle_id)
+    # The count bar and the riddle's badge from one source: the index is told where the
+    # riddle is now before the counts are read from it (its watcher may be a moment
+    # behind, or not told at all of a file moved by hand).
+    if web.index.placed([riddle_id]).get(riddle_id) != (queue.value, found.rev):
+        web.index.put([indexing.row_of(queue, found)])
     view = views.riddle_view(web.spool, queue, found)
     holder = roster.holder_of(web.agents(), riddle_id)
     return render(request, "riddle.html", status, **view, note=note, holder=holder)
@@ -353,7 +359,9 @@ def corrupt_list(request: Request, done: str = "") -> HTMLResponse:
         text = raw[:SHOWN_BYTES].decode("utf-8", "replace")
         files.append({**entry, "text": text, "more": max(0, len(raw) - SHOWN_BYTES)})
     note = {"dropped": "Deleted.", "resubmitted": "Submitted again."}.get(done, "")
-    return render(request, "corrupt.html", files=files, note=note)
+    # The count bar says what the page lists, from the same listing.
+    counts = _web(request).counts() | {"corrupt": len(files)}
+    return render(request, "corrupt.html", files=files, note=note, counts=counts)
 
 
 @router.get("/corrupt/edit", response_class=HTMLResponse)

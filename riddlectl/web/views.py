@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import shlex
 import time
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import orjson
+from markupsafe import Markup
 
 from riddlectl.spool.extractions import seen_by
 
@@ -44,6 +46,7 @@ def riddle_view(spool: Spool, queue: Queue, riddle: Riddle) -> dict[str, Any]:
         "raw": orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode(),
         "command": submit_command(doc),
         "applicable": applicable(queue),
+        "retry_from": retry_from(queue),
     }
 
 
@@ -54,6 +57,18 @@ def applicable(queue: Queue) -> list[str]:
     if queue in FINAL:
         return ["retry"]
     return ["release", "cancel"] if queue is Queue.HOLD else ["hold", "cancel"]
+
+
+def retry_from(queue: Queue) -> list[tuple[str, str, bool]]:
+    """Where a retry of a riddle in `queue` may start: `(value, label, chosen)`. *Where
+    it failed* only for a failed riddle; a riddle done did not fail, and starts again at
+    a step chosen (solve, unless told)."""
+    from riddlectl.ops.admin import RETRY_STEPS
+    from riddlectl.spool.states import Queue
+
+    if queue is Queue.FAILED:
+        return [("", "where it failed", True)] + [(s, s, False) for s in RETRY_STEPS]
+    return [(s, s, s == "solve") for s in RETRY_STEPS]
 
 
 def notice(done: str, to: str, subs: str) -> str:
@@ -77,7 +92,7 @@ def plural(n: int, noun: str) -> str:
 
 def _entry(event: dict[str, Any]) -> dict[str, Any]:
     entry = {name: event.get(name) for name in TIMELINE_FIELDS}
-    entry["when"] = when(event.get("time"))
+    entry["when"] = event.get("time")
     entry["move"] = f"{event.get('from') or '·'} → {event.get('to') or '·'}"
     duration = event.get("duration")
     entry["duration"] = f"{duration * 1000:.1f} ms" if isinstance(duration, int | float) else ""
@@ -139,6 +154,22 @@ def _flag_kind(answer: dict[str, Any] | None) -> str | bool | None:
     if answer.get("type") == "fill" and set(answer) <= {"type", "kind"}:
         return str(answer.get("kind", "text"))
     return False
+
+
+def when_tag(stamp: Any) -> Markup:
+    """A time as people read it in a table (how long ago) in a `<time>` element that
+    carries the absolute time: ISO 8601 in UTC as its `datetime`, the server's local time
+    and UTC on hover (the page's script puts the browser's own local time there), and
+    the local time as the text that the setting *absolute times* shows instead."""
+    if not isinstance(stamp, int | float):
+        return Markup("")
+    utc = datetime.fromtimestamp(stamp, tz=UTC)
+    local = utc.astimezone()
+    iso_utc = utc.isoformat(timespec="seconds").replace("+00:00", "Z")
+    iso_local = local.isoformat(timespec="seconds")
+    return Markup(
+        '<time class="ago" datetime="{0}" title="{1} local · {0} UTC" data-abs="{2}">{3}</time>'
+    ).format(iso_utc, iso_local, local.strftime("%Y-%m-%d %H:%M:%S"), when(stamp))
 
 
 def when(stamp: Any) -> str:

@@ -16,7 +16,8 @@ import httpx
 import pytest
 
 from riddlectl.spool import open_spool
-from tests.conftest import ROOT, Cli
+from tests.conftest import HELPERS, ROOT, Cli
+from tests.web.dressing import Dressed
 
 
 @dataclass
@@ -105,3 +106,17 @@ def example(**overrides: object) -> dict[str, object]:
     }
     doc.update(overrides)
     return doc
+
+
+@pytest.fixture(scope="package")
+def dressed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Served, Dressed]]:
+    """One server over a spool dressed by the real commands (`tests.web.dressing`), for
+    the tests that only look at it (dressing it costs half a minute)."""
+    from tests.web.dressing import dress
+
+    base = tmp_path_factory.mktemp("dressed")
+    cli = make_cli(base)
+    made = dress(cli, HELPERS, base)
+    server = start(cli)
+    yield server, made
+    server.stop()

@@ -404,3 +404,28 @@ def _until_text(page: Any, selector: str, text: str) -> None:
             return
         page.wait_for_timeout(200)
     raise AssertionError(f"{selector}: {text!r} never shown: {page.inner_text(selector)!r}")
+
+
+def test_the_form_removes_a_data_row_it_added(server: Served, page: Any) -> None:
+    from playwright.sync_api import expect
+
+    page.goto(f"{server.url}/app/new")
+    page.fill("#question", "x * y =")
+    names = page.locator(".data-name")
+    names.nth(0).fill("example/x.txt")
+    page.click("#add-data")
+    names.last.fill("example/nothing-here.txt")
+    page.wait_for_selector("#err-data .field-error")
+    page.click(".data-row:nth-of-type(2) .remove-data")
+    expect(names).to_have_count(1)
+    expect(page.locator("#preview-ok")).to_be_visible()  # the preview follows
+    assert "nothing-here" not in page.inner_text("#preview")
+    # Each row's controls are named by its place.
+    page.click("#add-data")
+    labels = page.locator(".data-row .data-name").evaluate_all(
+        "els => els.map(e => e.getAttribute('aria-label'))"
+    )
+    assert [label.split(",")[0] for label in labels] == ["data file 1", "data file 2"]
+    page.click(".data-row:nth-of-type(1) .remove-data")
+    expect(names).to_have_count(1)
+    assert names.first.get_attribute("aria-label").startswith("data file 1")

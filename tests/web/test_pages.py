@@ -254,3 +254,41 @@ def _drawn_version(page: str) -> int:
     found = re.search(r'data-live="/app/live" data-version="(\d+)"', page)
     assert found, "the live part of the page names no version"
     return int(found.group(1))
+
+
+def test_the_count_bar_agrees_with_the_riddles_badge(fresh: Served) -> None:
+    """A riddle moved where the server's watcher has not looked yet (by hand: no event
+    tells it, and the listing is compared every ten seconds): its page's count bar counts
+    it where its badge says it is."""
+    with fresh.client() as http:
+        http.post("/api/submit", json=example(id="moved")).raise_for_status()
+        assert _count(http.get("/app/table").text, "incoming") == 1
+        assert isinstance(fresh.cli.spool, Path)
+        spool = fresh.cli.spool
+        (spool / "incoming" / "moved.json").rename(spool / "extracted" / "moved.json")
+        page = http.get("/app/riddle/moved").text
+    assert 'id="riddle-queue">extracted<' in page
+    assert _count(page, "extracted") == 1 and _count(page, "incoming") == 0
+
+
+def _count(page: str, queue: str) -> int:
+    found = re.search(rf'data-queue="{queue}"[^>]*>.*?<span class="n">(\d+)</span>', page)
+    assert found, queue
+    return int(found.group(1))
+
+
+def test_a_riddle_offers_only_the_retries_that_apply(fresh: Served) -> None:
+    """A riddle done did not fail: no *retry from where it failed* on its page; one that
+    failed has it."""
+    done, failed = "offers-done", "offers-failed"
+    with fresh.client() as http:
+        http.post("/api/submit", json=example(id=done)).raise_for_status()
+        http.post("/api/submit", json=example(id=failed)).raise_for_status()
+        http.post("/api/cancel", json={"ids": [failed]}).raise_for_status()
+    assert fresh.cli("run", "--once", timeout=120).code == 0
+    with fresh.client() as http:
+        assert http.get(f"/api/result/{done}").json()["queue"] == "done"
+        pages = {i: http.get(f"/app/riddle/{i}").text for i in (done, failed)}
+    assert 'id="action-retry"' in pages[done] and "where it failed" not in pages[done]
+    assert '<option value="solve" selected>' in pages[done]
+    assert 'id="action-retry"' in pages[failed] and "where it failed" in pages[failed]

@@ -70,6 +70,19 @@
     answer.addEventListener("change", showAnswerFields);
     showAnswerFields();
     add.addEventListener("click", function () { addDataRow(""); });
+    // A row added by mistake goes again (the last one left is emptied instead).
+    form.addEventListener("click", function (event) {
+      var remove = event.target.closest(".remove-data");
+      if (!remove) return;
+      var row = remove.closest(".data-row");
+      if (form.querySelectorAll(".data-row").length > 1) {
+        row.remove();
+      } else {
+        row.querySelector(".data-name").value = "";
+      }
+      renumber();
+      htmx.trigger(form, "change");
+    });
 
     function addDataRow(value) {
       var rows = form.querySelectorAll(".data-row");
@@ -77,8 +90,18 @@
       var copy = last.cloneNode(true);
       copy.querySelector(".data-name").value = value;
       last.after(copy);
+      renumber();
       htmx.process(copy);
       return copy;
+    }
+    // Each row's controls are named by its place, so that a screen reader tells them apart.
+    function renumber() {
+      form.querySelectorAll(".data-row").forEach(function (row, i) {
+        var n = String(i + 1);
+        row.querySelectorAll("[aria-label]").forEach(function (el) {
+          el.setAttribute("aria-label", el.getAttribute("aria-label").replace(/\d+/, n));
+        });
+      });
     }
     document.body.addEventListener("htmx:afterSwap", function (event) {
       var stored = event.detail.target.querySelector("[data-uploaded]");
