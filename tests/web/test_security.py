@@ -239,7 +239,7 @@ def test_read_only_offers_no_action_it_would_refuse(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("scheme", ["Bearer", "bearer", "BEARER", "bEaReR"])
 def test_the_authorization_scheme_is_any_case(tmp_path: Path, scheme: str) -> None:
-    """RFC 9110 §11.1: the scheme name is case-insensitive, so `bearer T` is `Bearer T`."""
+    """RFC 9110 (11.1): the scheme name is case-insensitive, so `bearer T` is `Bearer T`."""
     server = start(make_cli(tmp_path), "--token", TOKEN, token=TOKEN)
     try:
         with httpx.Client(base_url=server.url, timeout=10) as bare:
