@@ -204,7 +204,9 @@ def test_events_log_every_hand_off(cli: Cli) -> None:
 
 def test_events_follow_streams_new_events(cli: Cli) -> None:
     cli("init")
-    follower = cli.popen("events", "--follow")
+    # The last ten first: f1 is printed whether it is logged before the follower starts
+    # reading or after (alone, --follow starts at the end of the log).
+    follower = cli.popen("events", "--follow", "-n", "10")
     try:
         submit_flags(cli, "f1")
         assert orjson.loads(follower.stdout.readline())["id"] == "f1"
@@ -379,3 +381,23 @@ def test_doctor_fix_keeps_the_solved_copy_in_done_when_two_copies_tie(cli: Cli) 
     assert [p.parent.name for p in cli.spool.glob("*/tie.json")] == ["done"]
     shown = cli("status", "tie", "--json").json()
     assert shown["riddles"][0]["queue"] == "done"  # type: ignore[index]
+
+
+def test_doctor_says_the_level_of_each_finding_and_strict_adds_nothing_to_a_sound_spool(
+    cli: Cli,
+) -> None:
+    """A directory spool has no surroundings to warn of: --strict changes nothing there;
+    a problem is one, with --strict or without."""
+    submit_flags(cli, "s1")
+    assert cli("doctor", "--strict").code == 0
+    leftover = cli.spool / "tmp" / "x.json.1.2.tmp"
+    leftover.write_text("{")
+    os.utime(leftover, (time.time() - 3600,) * 2)
+    for args in ([], ["--strict"]):
+        shown = cli("doctor", "--json", *args)
+        assert shown.code == 1
+        found = shown.json()
+        assert isinstance(found, dict)
+        assert (found["ok"], found["problems"], found["warnings"]) == (False, 1, 0)
+        assert [f["level"] for f in found["findings"]] == ["problem"]
+    assert cli("doctor", "--fix").code == 0 and cli("doctor", "--strict").code == 0
