@@ -37,13 +37,16 @@ def list_(
         emit_json(files)
         return
     for entry in files:
-        typer.echo(f"{entry['name']}\t{entry['bytes']}\t{entry['reason']}")
+        size = entry["bytes"] if entry["kind"] is None else "-"  # a FIFO, a link: no size
+        typer.echo(f"{entry['name']}\t{size}\t{entry['reason']}")
 
 
 @corrupt_app.command()
 @guarded
 def show(ctx: typer.Context, name: NameArg) -> None:
-    """The file's content, byte for byte, on stdout (its reason: `list`)."""
+    """The file's content, byte for byte, on stdout (its reason: `list`). An entry that
+    is no regular file (a FIFO, a symbolic link, a directory) is not opened: one line
+    says what it is (exit 2)."""
     from riddlectl.ops import corrupt
 
     spool = runtime.open_spool(resolve(ctx), create=False)
@@ -62,7 +65,7 @@ def drop(
 
     spool = runtime.open_spool(resolve(ctx), create=False, writable=True)
     for name in corrupt.drop(spool, names):
-        typer.echo(name)
+        typer.echo(corrupt.shown(name))
 
 
 @corrupt_app.command()
@@ -84,8 +87,9 @@ def resubmit(
     from riddlectl.ops import corrupt
 
     raw: bytes | None = None
+    origin = source or ""
     if source == "-":
-        raw = sys.stdin.buffer.read()
+        raw, origin = sys.stdin.buffer.read(), "<stdin>"
     elif source is not None:
         try:
             raw = Path(source).read_bytes()
@@ -94,5 +98,5 @@ def resubmit(
     settings = resolve(ctx)
     spool = runtime.open_spool(settings, create=False, writable=True)
     pipeline = runtime.pipeline(settings, spool, actor("corrupt"))
-    for riddle_id in corrupt.resubmit(pipeline, settings, name, raw):
+    for riddle_id in corrupt.resubmit(pipeline, settings, name, raw, origin):
         typer.echo(riddle_id)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -24,6 +24,9 @@ from riddlectl.document.model import riddle_json_schema
 from riddlectl.errors import RiddleError
 from riddlectl.ops import report
 from riddlectl.ops import submit as submitting
+
+if TYPE_CHECKING:
+    from riddlectl.ops.ingest import Look
 
 app = command_group()
 
@@ -192,29 +195,38 @@ def ingest(
     ctx: typer.Context,
     directory: Annotated[Path, typer.Argument(help="The directory to take riddle files from.")],
     watch: Annotated[bool, typer.Option("--watch", help="Keep looking until interrupted.")] = False,
+    wait: Annotated[
+        bool,
+        typer.Option(
+            "--wait", help="Wait for files left as younger than the grace, then take them too."
+        ),
+    ] = False,
     poll: Annotated[
         float, typer.Option(help="Seconds between looks with --watch.", min=0.05)
     ] = 1.0,
 ) -> None:
-    """Move riddle files from DIRECTORY into the spool's incoming queue (drop-in rules);
-    print each name moved. Files that are no riddle are set aside in DIRECTORY/corrupt/
-    with NAME.reason beside each, and named on stderr."""
+    """Move riddle files (*.json, *.jsonl) from DIRECTORY into the spool's incoming queue
+    (drop-in rules); print each name moved. Files that are no riddle are set aside in
+    DIRECTORY/corrupt/ with NAME.reason beside each, and named on stderr; what was left
+    for a later look, and other names left alone, are counted on stderr."""
     from riddlectl.ops.ingest import ingest as run_ingest
 
     settings = resolve(ctx)
     spool = runtime.open_spool(settings, create=False, writable=True)
     # A signal stops it between files, never inside a write to the spool.
     stop, _ = stop_on_signals()
-    run_ingest(
+    look = run_ingest(
         spool,
         directory,
         settings,
         watch=watch,
+        wait=wait,
         poll=poll,
         stop=stop,
         on_moved=_say_moved,
         on_set_aside=_say_set_aside,
     )
+    _say_left(directory, look, None if watch else settings.drop_in_grace)
 
 
 def _say_moved(name: str) -> None:
@@ -224,3 +236,20 @@ def _say_moved(name: str) -> None:
 
 def _say_set_aside(path: str, reason: str) -> None:
     typer.echo(f"riddlectl: {path}: {reason}", err=True)
+
+
+def _say_left(directory: Path, look: Look, grace: float | None) -> None:
+    """What the last look left in DIRECTORY: files too young yet (unless watching:
+    `grace` None), and other names."""
+    if look.young and grace is not None:
+        typer.echo(
+            f"riddlectl: {directory}: {look.young} file(s) younger than the {grace:g} s grace "
+            "left for the next look (--wait waits for them)",
+            err=True,
+        )
+    if look.other:
+        typer.echo(
+            f"riddlectl: {directory}: {look.other} other file(s) left alone "
+            "(riddle files are *.json and *.jsonl)",
+            err=True,
+        )

@@ -3,14 +3,17 @@
 The way into a spool that is no directory (a PostgreSQL spool has none to drop files
 into), and a way into any spool from a directory that is not its `incoming/`. The rules
 are the drop-in rules of the filesystem spool (`spool.dropins`): names other programs
-write under (`.name`, `name.tmp`) are never taken. Each file is judged as it is taken,
+write under (`.name`, `name.tmp`) are never taken; riddle files are told by their name
+(`*.json`, `*.jsonl`), and other names are left alone, only counted. An entry of such a
+name that is no regular file (a FIFO, a link, a directory) is never opened: it is set
+aside at once, for what it is. Each file is judged as it is taken,
 by the checks `submit` makes (it parses, it is a valid riddle within the size limits,
 its data files are present, readable and inside the data directory, its id is not in
 the spool yet): a good one goes into `incoming` as it is; a bad one is set aside in
 `DIR/corrupt/` with `NAME.reason` beside it, one line saying why. A file that fails and
 was changed within the grace period is left for the next look instead (it, or a data
-file it names, may still be being written). A file is removed from the directory only
-once the spool holds it or it lies in `corrupt/`.
+file it names, may still be being written), and counted (`Look.young`). A file is
+removed from the directory only once the spool holds it or it lies in `corrupt/`.
 """
 
 from __future__ import annotations
@@ -20,9 +23,11 @@ import os
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from riddlectl.document import codec as documents
+from riddlectl.entries import NotRegular, kind_of
 from riddlectl.errors import InvalidData, InvalidDocument, RiddleError
 from riddlectl.ops.submit import check
 from riddlectl.settings import Settings
@@ -36,8 +41,27 @@ CORRUPT = "corrupt"  # where bad files are set aside, inside the directory inges
 BATCH_FILES = 500
 BATCH_BYTES = 16 << 20
 
+RIDDLE_FILES = (".json", ".jsonl")  # the names taken, whatever their case
+
 #: Told of each file set aside: the file (as named in DIRECTORY) and the reason.
 OnSetAside = Callable[[str, str], object]
+
+
+@dataclass
+class Look:
+    """What one look at the directory did: files moved in; files left for a later look
+    as younger than the grace (`ready`: when the last of them comes of age, by the
+    clock of `time.time`); other names left alone (no riddle files by their name)."""
+
+    moved: int = 0
+    young: int = 0
+    ready: float = 0.0
+    other: int = 0
+
+
+def riddle_file(name: str) -> bool:
+    """Whether `name` is one `ingest` takes: a riddle file by its extension."""
+    return name.lower().endswith(RIDDLE_FILES)
 
 
 def ingest_once(
@@ -47,9 +71,9 @@ def ingest_once(
     on_moved: Callable[[str], object] | None = None,
     stop: threading.Event | None = None,
     on_set_aside: OnSetAside | None = None,
-) -> int:
+) -> Look:
     """Move what is ready in `directory` into the spool's `incoming`, or set it aside,
-    until `stop` is set; how many files were moved in."""
+    until `stop` is set; what was moved, left for later and left alone."""
     try:
         entries = sorted(os.scandir(directory), key=lambda entry: entry.name)
     except NotADirectoryError:
@@ -57,14 +81,19 @@ def ingest_once(
     except FileNotFoundError:
         raise RiddleError("no such directory", where=str(directory)) from None
     batch = _Batch(spool, directory, on_moved)
+    look = Look()
     for entry in entries:
         if stop is not None and stop.is_set():
             break
-        if ignored(entry.name) or not entry.is_file(follow_symlinks=False):
+        if ignored(entry.name) or entry.name == CORRUPT:
             continue
-        _take(batch, entry.name, settings, on_set_aside)
+        if not riddle_file(entry.name):
+            look.other += 1
+            continue
+        _take(batch, look, entry, settings, on_set_aside)
     batch.flush()
-    return batch.moved
+    look.moved = batch.moved
+    return look
 
 
 class _Batch:
@@ -103,24 +132,51 @@ class _Batch:
         self.ids.clear()
 
 
-def _take(batch: _Batch, name: str, settings: Settings, on_set_aside: OnSetAside | None) -> None:
-    """Add the file `name` to `batch` when it is a riddle; else set it aside, or leave it
-    for the next look while it may still be being written."""
-    path = batch.directory / name
+def _take(
+    batch: _Batch,
+    look: Look,
+    entry: os.DirEntry[str],
+    settings: Settings,
+    on_set_aside: OnSetAside | None,
+) -> None:
+    """Add the file `entry` to `batch` when it is a riddle; else set it aside, or leave
+    it for the next look while it may still be being written (counted in `look`)."""
+    name, path = entry.name, batch.directory / entry.name
     try:
+        kind = None if entry.is_file(follow_symlinks=False) else _kind(entry)
+        if kind is not None:
+            raise NotRegular(str(path), kind)
         raw, info = documents.read_raw(str(path), batch.spool.limits.readable + 1)
+        if raw is None:  # swapped for something else since the listing
+            raise NotRegular(str(path), kind_of(info.st_mode) or "a special file")
     except FileNotFoundError:
         return  # taken by another ingest meanwhile
-    if raw is None:
+    except NotRegular as exc:  # never opened: set aside at once, for what it is
+        _tell(batch.directory, name, f"not a regular file ({exc.kind})", on_set_aside)
+        return
+    except OSError as exc:  # a file that cannot be read (its mode): no riddle either
+        _tell(batch.directory, name, f"cannot be read: {exc.strerror or exc}", on_set_aside)
         return
     riddle_id, why = _judge(batch, raw, info.st_size, name, settings)
     if why is None:
         batch.add(name, raw, riddle_id)
         return
-    if time.time() - info.st_mtime < settings.drop_in_grace:
-        return  # may still be being written: looked at again next time
-    if _set_aside(batch.directory, name, why) and on_set_aside is not None:
-        on_set_aside(str(path), why)
+    ready = info.st_mtime + settings.drop_in_grace
+    if time.time() < ready:  # may still be being written: looked at again next time
+        look.young += 1
+        look.ready = max(look.ready, ready)
+        return
+    _tell(batch.directory, name, why, on_set_aside)
+
+
+def _kind(entry: os.DirEntry[str]) -> str:
+    return kind_of(entry.stat(follow_symlinks=False).st_mode) or "a regular file"
+
+
+def _tell(directory: Path, name: str, why: str, on_set_aside: OnSetAside | None) -> None:
+    """Set `directory/name` aside, and say so unless it went meanwhile."""
+    if _set_aside(directory, name, why) and on_set_aside is not None:
+        on_set_aside(str(directory / name), why)
 
 
 def _judge(
@@ -153,7 +209,7 @@ def _set_aside(directory: Path, name: str, reason: str) -> bool:
     try:
         corrupt.mkdir(exist_ok=True)
         target = corrupt / name
-        if target.exists() or (corrupt / f"{name}.reason").exists():
+        if os.path.lexists(target) or os.path.lexists(corrupt / f"{name}.reason"):
             target = corrupt / f"{name}.{time.time_ns()}"
         reason_path = corrupt / f"{target.name}.reason"
         staged = corrupt / f".{target.name}.reason.tmp"  # a name no look takes
@@ -178,14 +234,28 @@ def ingest(
     settings: Settings,
     *,
     watch: bool = False,
+    wait: bool = False,
     poll: float = 1.0,
     stop: threading.Event | None = None,
     on_moved: Callable[[str], object] | None = None,
     on_set_aside: OnSetAside | None = None,
-) -> int:
-    """`ingest_once`; with `watch`, again every `poll` s until `stop` is set."""
+) -> Look:
+    """`ingest_once`; with `watch`, again every `poll` s until `stop` is set; with `wait`,
+    again once the files left as young come of age, until none is left. What the last
+    look left, with every file moved counted."""
     stop = stop or threading.Event()
-    moved = ingest_once(spool, directory, settings, on_moved, stop, on_set_aside)
-    while watch and not stop.wait(poll):
-        moved += ingest_once(spool, directory, settings, on_moved, stop, on_set_aside)
-    return moved
+    look = ingest_once(spool, directory, settings, on_moved, stop, on_set_aside)
+    moved = look.moved
+    while not stop.is_set():
+        if watch:
+            pause = poll
+        elif wait and look.young:
+            pause = min(max(look.ready - time.time(), 0.0) + 0.05, settings.drop_in_grace)
+        else:
+            break
+        if stop.wait(pause):
+            break
+        look = ingest_once(spool, directory, settings, on_moved, stop, on_set_aside)
+        moved += look.moved
+    look.moved = moved
+    return look

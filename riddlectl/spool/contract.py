@@ -91,10 +91,15 @@ def one_name(name: str) -> bool:
 
 @dataclass(frozen=True)
 class Corrupt:
-    """Input set aside because it could not be read as a riddle: its name, and why."""
+    """Input set aside because it could not be read as a riddle: its name, and why; its
+    size in bytes, and what it is when it is no regular file (`kind`: `a FIFO`, `a
+    symbolic link`, `a directory`, …, as `entries.kind_of` says), which is never read.
+    Two are equal by name and reason."""
 
     name: str
     reason: str
+    size: int = field(default=0, compare=False)
+    kind: str | None = field(default=None, compare=False)
 
 
 @dataclass
@@ -351,10 +356,16 @@ class Spool(abc.ABC):
     def corrupt_files(self) -> list[Corrupt]:
         """The input set aside as unreadable, by name, with the reasons; none when empty."""
 
+    def corrupt_entry(self, name: str) -> Corrupt | None:
+        """The set-aside entry `name` as `corrupt_files` lists it, its content unread;
+        None when there is none."""
+        return next((entry for entry in self.corrupt_files() if entry.name == name), None)
+
     @abc.abstractmethod
     def corrupt_content(self, name: str) -> bytes | None:
         """The bytes of the set-aside entry `name` (a name `corrupt_files` lists), as they
-        were when set aside; None when there is no such entry (or `name` is no one name)."""
+        were when set aside; None when there is no such entry (or `name` is no one name)
+        or it is no regular file (`corrupt_entry` says what it is): that is never read."""
 
     @abc.abstractmethod
     def drop_corrupt(self, name: str) -> None:

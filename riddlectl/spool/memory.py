@@ -225,7 +225,8 @@ class MemorySpool(Spool):
 
     def corrupt_files(self) -> list[Corrupt]:
         with self._mutex:
-            return [Corrupt(name, self._corrupt[name][1]) for name in sorted(self._corrupt)]
+            kept = sorted(self._corrupt.items())
+        return [Corrupt(name, reason, len(raw)) for name, (raw, reason) in kept]
 
     def corrupt_content(self, name: str) -> bytes | None:
         with self._mutex:

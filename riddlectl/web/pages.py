@@ -349,13 +349,18 @@ SHOWN_BYTES = 4096  # of a set-aside file's content, on the list
 
 @router.get("/corrupt", response_class=HTMLResponse)
 def corrupt_list(request: Request, done: str = "") -> HTMLResponse:
-    """Each file set aside, with its reason and the start of its content."""
+    """Each file set aside, with its reason and the start of its content; of an entry
+    that is no regular file (a FIFO, a link), what it is: that is never opened."""
     from riddlectl.ops import corrupt
 
     spool = _web(request).spool
     files = []
     for entry in corrupt.listing(spool):
-        raw = spool.corrupt_content(entry["name"]) or b""
+        try:
+            raw = corrupt.content(spool, entry["name"])
+        except RiddleError as exc:  # no regular file, or gone meanwhile: say so
+            files.append({**entry, "text": f"({exc.message})", "more": 0})
+            continue
         text = raw[:SHOWN_BYTES].decode("utf-8", "replace")
         files.append({**entry, "text": text, "more": max(0, len(raw) - SHOWN_BYTES)})
     note = {"dropped": "Deleted.", "resubmitted": "Submitted again."}.get(done, "")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import socket
 from pathlib import Path
 
 import orjson
@@ -81,3 +83,83 @@ def test_resubmit_as_it_is_and_from_a_file(any_cli: Cli, tmp_path: Path) -> None
     assert (done.code, done.out) == (0, "x2\n"), done.err
     assert any_cli("status", "x2").code == 0
     assert any_cli("corrupt", "resubmit", "twice.json").code == 3
+
+
+SECRET = "secret-marker-7f3a"  # in a file outside the spool: never in any output
+
+
+def entries_not_regular(spool: Path, outside: Path) -> dict[str, str]:
+    """Entries of corrupt/ that are no regular file, as a claim sets them aside (with a
+    reason beside each), by name, with what `show` must say each is."""
+    (outside / "secret.txt").write_text(f'{{"riddle": {{"question": "{SECRET}"}}}}')
+    corrupt = spool / "corrupt"
+    os.mkfifo(corrupt / "fifo.json")
+    (corrupt / "out.json").symlink_to(outside / "secret.txt")
+    (spool / "kept.txt").write_text("a file of the spool's own")
+    (corrupt / "in.json").symlink_to(spool / "kept.txt")
+    (corrupt / "dangling.json").symlink_to(outside / "nothing-here")
+    (corrupt / "todir.json").symlink_to(outside, target_is_directory=True)
+    (corrupt / "dir.json").mkdir()
+    (corrupt / "dir.json" / "inner.json").write_text("{}")
+    sock = socket.socket(socket.AF_UNIX)
+    sock.bind(str(corrupt / "sock.json"))
+    sock.close()
+    kinds = {
+        "fifo.json": "a FIFO",
+        "out.json": "a symbolic link",
+        "in.json": "a symbolic link",
+        "dangling.json": "a symbolic link",
+        "todir.json": "a symbolic link",
+        "dir.json": "a directory",
+        "sock.json": "a socket",
+    }
+    for name, kind in kinds.items():
+        (corrupt / f"{name}.reason").write_text(f"incoming/{name}: not a regular file ({kind})\n")
+    return kinds
+
+
+def test_entries_that_are_no_regular_file_are_listed_refused_and_dropped(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """A FIFO, a socket, links (out of the spool, inside it, dangling, to a directory) and
+    a directory in corrupt/: listed for what they are, never opened (no command blocks,
+    no output holds what a link leads to); `show` and `resubmit` say what each is (exit
+    2), `drop` removes the entry itself, after which doctor is content."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    kinds = entries_not_regular(Path(cli.spool), outside)
+    listed = cli("corrupt", "list", "--json", timeout=60)
+    assert listed.code == 0, listed.err
+    assert {f["name"]: f["kind"] for f in orjson.loads(listed.out)} == kinds
+    assert all(f["bytes"] == 0 for f in orjson.loads(listed.out))
+    plain = cli("corrupt", "list", timeout=60)
+    assert plain.code == 0 and "out.json\t-\tincoming/out.json" in plain.out
+    assert cli("doctor", timeout=60).code == 1
+    outputs = [listed.out, plain.out]
+    for name, kind in kinds.items():
+        shown = cli("corrupt", "show", name, timeout=60)
+        assert (shown.code, shown.out) == (2, ""), (name, shown)
+        assert shown.err == f"riddlectl: corrupt/{name}: {kind}; not shown\n"
+        again = cli("corrupt", "resubmit", name, timeout=60)
+        assert (again.code, again.out) == (2, ""), (name, again)
+        assert again.err == f"riddlectl: corrupt/{name}: {kind}; not submitted\n"
+        outputs += [shown.err, again.err]
+    assert not any(SECRET in text for text in outputs)
+    dropped = cli("corrupt", "drop", *kinds, timeout=60)
+    assert dropped.code == 0, dropped.err
+    assert sorted(os.listdir(Path(cli.spool) / "corrupt")) == []
+    assert sorted(os.listdir(outside)) == ["secret.txt"]  # targets untouched
+    assert (Path(cli.spool) / "kept.txt").exists()
+    assert cli("doctor", timeout=60).code == 0
+
+
+def test_resubmit_names_the_corrected_file_at_fault(cli: Cli, tmp_path: Path) -> None:
+    set_aside(cli, "a.json", b"<html>")
+    other = tmp_path / "other.txt"
+    other.write_text("root:*:19000:0:99999:7:::\n")
+    refused = cli("corrupt", "resubmit", "a.json", str(other))
+    assert refused.code == 2 and refused.err.startswith(f"riddlectl: {other}:1:"), refused.err
+    piped = cli("corrupt", "resubmit", "a.json", "-", input="nope")
+    assert piped.code == 2 and piped.err.startswith("riddlectl: <stdin>:1:"), piped.err
+    as_it_is = cli("corrupt", "resubmit", "a.json")
+    assert as_it_is.code == 2 and as_it_is.err.startswith("riddlectl: corrupt/a.json:1:")

@@ -123,6 +123,17 @@ def test_set_aside_takes_an_entry_out_of_its_queue_and_keeps_every_one(spool: Sp
     assert second.name.startswith("a.json.") and second.reason == "again"
 
 
+def test_a_set_aside_entry_is_told_with_its_size_unread(spool: Spool) -> None:
+    spool.drop_in(Queue.INCOMING, "junk.json", b"<html>")
+    assert spool.claim(Queue.INCOMING) == []
+    (listed,) = spool.corrupt_files()
+    assert (listed.name, listed.size, listed.kind) == ("junk.json", 6, None)
+    found = spool.corrupt_entry("junk.json")
+    assert found is not None and (found.size, found.reason) == (6, listed.reason)
+    assert spool.corrupt_entry("nope.json") is None
+    assert spool.corrupt_entry("junk.json.reason") is None
+
+
 def test_a_set_aside_file_can_be_read_back_and_dropped(spool: Spool) -> None:
     spool.drop_in(Queue.INCOMING, "garbage.json", b"{not json")
     spool.drop_in(Queue.INCOMING, "other.json", b"[1, 2")

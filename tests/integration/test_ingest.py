@@ -4,6 +4,7 @@ rules, then handled as if dropped into `incoming/`."""
 from __future__ import annotations
 
 import os
+import socket
 import time
 from pathlib import Path
 
@@ -178,7 +179,11 @@ def test_a_young_file_whose_data_is_missing_waits_for_the_grace(
     doc = example_doc(data=[{"type": "text", "file_plain": "example/later.txt"}])
     (inbox / "early.json").write_bytes(orjson.dumps(doc))
     waited = any_cli("ingest", str(inbox), env={"RIDDLECTL_DROP_IN_GRACE": "600"})
-    assert (waited.code, waited.out, waited.err) == (0, "", "")
+    assert (waited.code, waited.out) == (0, "")
+    assert waited.err == (
+        f"riddlectl: {inbox}: 1 file(s) younger than the 600 s grace left for the next look "
+        "(--wait waits for them)\n"
+    )
     assert (inbox / "early.json").exists()
 
 
@@ -215,3 +220,89 @@ def test_a_thousand_files_in_one_look_are_all_riddles(any_cli: Cli, tmp_path: Pa
     assert status["counts"]["incoming"] == 999  # type: ignore[index]
     shown = any_cli("status", "many-0000", "many-0999", "--json").json()
     assert [r["id"] for r in shown["riddles"]] == ["many-0000", "many-0999"]  # type: ignore[index]
+
+
+def test_entries_that_are_no_regular_file_are_set_aside_unopened(
+    any_cli: Cli, tmp_path: Path
+) -> None:
+    """A FIFO, a socket, links (out, dangling, to a directory) and a directory named as
+    riddle files are set aside in DIRECTORY/corrupt/ at once, one stderr line each,
+    never opened nor followed; what they lead to stays as it was."""
+    inbox, outside = tmp_path / "inbox", tmp_path / "outside"
+    inbox.mkdir()
+    outside.mkdir()
+    (outside / "secret.json").write_bytes(orjson.dumps(example_doc(id="secret")))
+    os.mkfifo(inbox / "fifo.json")
+    (inbox / "out.json").symlink_to(outside / "secret.json")
+    (inbox / "dangling.json").symlink_to(outside / "nothing")
+    (inbox / "todir.jsonl").symlink_to(outside, target_is_directory=True)
+    (inbox / "dir.json").mkdir()
+    sock = socket.socket(socket.AF_UNIX)
+    sock.bind(str(inbox / "sock.json"))
+    sock.close()
+    (inbox / "good.json").write_bytes(orjson.dumps(example_doc(id="good")))
+    done = any_cli("ingest", str(inbox), timeout=60)
+    assert (done.code, done.out) == (0, "good.json\n"), done.err
+    kinds = {
+        "dangling.json": "a symbolic link",
+        "dir.json": "a directory",
+        "fifo.json": "a FIFO",
+        "out.json": "a symbolic link",
+        "sock.json": "a socket",
+        "todir.jsonl": "a symbolic link",
+    }
+    assert sorted(done.err.splitlines()) == [
+        f"riddlectl: {inbox / name}: not a regular file ({kind})" for name, kind in kinds.items()
+    ]
+    assert sorted(p.name for p in inbox.iterdir()) == ["corrupt"]
+    corrupt = inbox / "corrupt"
+    for name, kind in kinds.items():
+        assert os.path.lexists(corrupt / name), name
+        assert (corrupt / f"{name}.reason").read_text() == f"not a regular file ({kind})\n"
+    assert os.readlink(corrupt / "out.json") == str(outside / "secret.json")
+    assert sorted(p.name for p in outside.iterdir()) == ["secret.json"]
+    assert any_cli("status", "secret").code == 3  # what the link leads to was not taken
+
+
+def test_other_names_are_left_alone_and_counted(any_cli: Cli, tmp_path: Path) -> None:
+    inbox = tmp_path / "inbox"
+    inbox.mkdir()
+    (inbox / "notes.txt").write_text("not a riddle")
+    (inbox / "README").write_text("nor this")
+    (inbox / "batch2").mkdir()
+    (inbox / "UPPER.JSON").write_bytes(orjson.dumps(example_doc(id="upper")))
+    (inbox / "one.jsonl").write_bytes(orjson.dumps(example_doc(id="oneline")) + b"\n")
+    for name in ("notes.txt", "README", "UPPER.JSON", "one.jsonl"):
+        _old(inbox / name)
+    done = any_cli("ingest", str(inbox))
+    assert done.code == 0, done.err
+    assert sorted(done.out.splitlines()) == ["UPPER.JSON", "one.jsonl"]
+    assert done.err == (
+        f"riddlectl: {inbox}: 3 other file(s) left alone (riddle files are *.json and *.jsonl)\n"
+    )
+    assert sorted(p.name for p in inbox.iterdir()) == ["README", "batch2", "notes.txt"]
+    assert any_cli("status", "upper", "oneline").code == 0
+
+
+def test_wait_waits_for_young_files_then_judges_them(any_cli: Cli, tmp_path: Path) -> None:
+    """A one-shot look says what it left as younger than the grace; `--wait` waits for
+    them and judges each: a file still bad once of age is set aside."""
+    inbox = tmp_path / "inbox"
+    inbox.mkdir()
+    (inbox / "good.json").write_bytes(orjson.dumps(example_doc(id="good")))
+    (inbox / "half.json").write_bytes(b'{"riddle": {"quest')
+    doc = example_doc(id="later", data=[{"type": "text", "file_plain": "example/later.txt"}])
+    (inbox / "later.json").write_bytes(orjson.dumps(doc))
+    grace = {"RIDDLECTL_DROP_IN_GRACE": "15"}  # longer than a command starts in, loaded
+    first = any_cli("ingest", str(inbox), env=grace)
+    assert (first.code, first.out) == (0, "good.json\n"), first.err
+    assert "2 file(s) younger than the 15 s grace left for the next look" in first.err
+    (any_cli.data / "example" / "later.txt").write_text("x = 1\n")  # its data arrives
+    started = time.monotonic()
+    waited = any_cli("ingest", str(inbox), "--wait", env=grace)
+    assert (waited.code, waited.out) == (0, "later.json\n"), waited.err
+    assert (
+        waited.err == f"riddlectl: {inbox / 'half.json'}: not valid JSON: unexpected end of data\n"
+    )
+    assert time.monotonic() - started < 30
+    assert sorted(p.name for p in inbox.iterdir()) == ["corrupt"]

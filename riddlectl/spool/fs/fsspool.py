@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 import orjson
 
 from riddlectl.document import codec as documents
+from riddlectl.entries import kind_of
 from riddlectl.errors import InvalidDocument
 from riddlectl.spool.contract import (
     WAIT_NOTICE,
@@ -30,7 +31,7 @@ from riddlectl.spool.contract import (
     unknown,
 )
 from riddlectl.spool.dropins import drop_in_stem, read_drop_in
-from riddlectl.spool.fs.inbox import Header, Inbox, kind_of
+from riddlectl.spool.fs.inbox import Header, Inbox
 from riddlectl.spool.fs.locks import Lock
 from riddlectl.spool.states import FINAL, Queue
 

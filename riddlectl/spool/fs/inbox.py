@@ -13,7 +13,6 @@ claim reads every file anyway and orders what it took (the common case at low lo
 from __future__ import annotations
 
 import os
-import stat
 import time
 from collections import deque
 from collections.abc import Iterator
@@ -27,23 +26,6 @@ from riddlectl.spool.dropins import ignored
 RESCAN = 0.25  # seconds a backlog is trusted before the directory is listed again
 ARRIVALS_KEPT = 16  # names of arrivals remembered per directory, for the next claim
 UNREADABLE = 2**62  # the priority of a file whose header cannot be read: it goes first
-
-
-_KINDS = {
-    stat.S_IFIFO: "a FIFO",
-    stat.S_IFDIR: "a directory",
-    stat.S_IFSOCK: "a socket",
-    stat.S_IFLNK: "a symbolic link",
-    stat.S_IFCHR: "a device",
-    stat.S_IFBLK: "a device",
-}
-
-
-def kind_of(mode: int) -> str | None:
-    """What a file of `mode` is, said for a person; None for a regular file."""
-    if stat.S_ISREG(mode):
-        return None
-    return _KINDS.get(stat.S_IFMT(mode), "a special file")
 
 
 def list_files(directory: str) -> list[os.DirEntry[str]]:

@@ -4,23 +4,24 @@ with the reason beside it.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
+import stat
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
+from riddlectl.entries import NotRegular, kind_of, read_regular
 from riddlectl.spool.contract import (
     Corrupt,
     one_name,
 )
 from riddlectl.spool.dropins import check_name, ignored
 from riddlectl.spool.fs import atomic
+from riddlectl.spool.fs.reading import Reading
 from riddlectl.spool.states import Queue
 
-if TYPE_CHECKING:
-    pass
-
-from riddlectl.spool.fs.reading import Reading
+REASON_BYTES = 64 * 1024  # of a reason file: one line, written by `set_aside`
 
 
 class Intake(Reading):
@@ -45,29 +46,58 @@ class Intake(Reading):
 
     def corrupt_files(self) -> list[Corrupt]:
         out = []
-        for entry in sorted(os.scandir(self.root / "corrupt"), key=lambda e: e.name):
-            if entry.name.endswith(".reason") or ignored(entry.name):
-                continue
-            reason_path = self.root / "corrupt" / f"{entry.name}.reason"
-            reason = (
-                reason_path.read_text("utf-8", "replace").strip() if reason_path.exists() else ""
-            )
-            out.append(Corrupt(entry.name, reason))
+        with os.scandir(self.root / "corrupt") as found:
+            entries = sorted(found, key=lambda e: e.name)
+        for entry in entries:
+            if self._listed(entry.name):
+                with contextlib.suppress(FileNotFoundError):  # dropped meanwhile
+                    out.append(self._described(entry.name, entry.stat(follow_symlinks=False)))
         return out
 
-    def corrupt_content(self, name: str) -> bytes | None:
-        if not one_name(name) or name.endswith(".reason") or ignored(name):
+    def corrupt_entry(self, name: str) -> Corrupt | None:
+        if not self._listed(name):
             return None
         try:
-            return (self.root / "corrupt" / name).read_bytes()
-        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+            return self._described(name, os.lstat(self.root / "corrupt" / name))
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+
+    def _listed(self, name: str) -> bool:
+        """Whether `name` is one a listing of `corrupt/` shows (reasons are not)."""
+        return one_name(name) and not name.endswith(".reason") and not ignored(name)
+
+    def _described(self, name: str, info: os.stat_result) -> Corrupt:
+        """The entry `name` of `corrupt/` by its `lstat`, with its reason: nothing of the
+        entry itself is opened, and the reason only when it is a regular file."""
+        kind = kind_of(info.st_mode)
+        try:
+            raw = read_regular(self.root / "corrupt" / f"{name}.reason", REASON_BYTES)
+            reason = raw.decode("utf-8", "replace").strip()
+        except OSError:  # none, or no regular file: a reason is never waited on
+            reason = ""
+        return Corrupt(name, reason, info.st_size if kind is None else 0, kind)
+
+    def corrupt_content(self, name: str) -> bytes | None:
+        if not self._listed(name):
+            return None
+        try:
+            return read_regular(self.root / "corrupt" / name, self.limits.readable + 1)
+        except (FileNotFoundError, NotADirectoryError, NotRegular):
             return None
 
     def drop_corrupt(self, name: str) -> None:
-        if not one_name(name) or name.endswith(".reason") or ignored(name):
-            raise FileNotFoundError(f"corrupt/{name}: no such file set aside")
+        """Remove the entry itself, whatever it is: a link, not what it leads to; a
+        directory with what it holds (no link in it is followed)."""
         path = self.root / "corrupt" / name
-        if not path.is_file():
+        try:
+            info = os.lstat(path) if self._listed(name) else None
+        except (FileNotFoundError, NotADirectoryError):
+            info = None
+        if info is None:
             raise FileNotFoundError(f"corrupt/{name}: no such file set aside")
-        path.unlink()
-        path.with_name(f"{name}.reason").unlink(missing_ok=True)
+        if stat.S_ISDIR(info.st_mode):
+            shutil.rmtree(path)
+        else:
+            path.unlink()
+        with contextlib.suppress(FileNotFoundError, IsADirectoryError):
+            path.with_name(f"{name}.reason").unlink()

@@ -17,10 +17,11 @@ from collections import defaultdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
+from riddlectl.entries import kind_of
 from riddlectl.identity import alive, hostname
 from riddlectl.spool.contract import Finding
 from riddlectl.spool.fs import atomic
-from riddlectl.spool.fs.inbox import iter_entries, kind_of
+from riddlectl.spool.fs.inbox import iter_entries
 from riddlectl.spool.fs.locks import Lock
 from riddlectl.spool.states import FINAL, Queue
 

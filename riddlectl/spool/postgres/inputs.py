@@ -175,8 +175,17 @@ class Inputs:
 
     def corrupt_files(self) -> list[Corrupt]:
         with self.db.session() as conn:
-            rows = conn.execute('SELECT name, reason FROM corrupt ORDER BY name COLLATE "C"')
-            return [Corrupt(name, reason) for name, reason in rows.fetchall()]
+            rows = conn.execute(
+                'SELECT name, reason, octet_length(raw) FROM corrupt ORDER BY name COLLATE "C"'
+            )
+            return [Corrupt(name, reason, size) for name, reason, size in rows.fetchall()]
+
+    def corrupt_entry(self, name: str) -> Corrupt | None:
+        with self.db.session() as conn:
+            row = conn.execute(
+                "SELECT name, reason, octet_length(raw) FROM corrupt WHERE name = %s", (name,)
+            ).fetchone()
+        return None if row is None else Corrupt(*row)
 
     def corrupt_content(self, name: str) -> bytes | None:
         with self.db.session() as conn:

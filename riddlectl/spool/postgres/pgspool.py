@@ -338,6 +338,9 @@ class PgSpool(Reading, Spool):
     def corrupt_files(self) -> list[Corrupt]:
         return self.inputs.corrupt_files()
 
+    def corrupt_entry(self, name: str) -> Corrupt | None:
+        return self.inputs.corrupt_entry(name)
+
     def corrupt_content(self, name: str) -> bytes | None:
         return self.inputs.corrupt_content(name)
 
