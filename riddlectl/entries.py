@@ -35,6 +35,13 @@ class NotRegular(OSError):
         self.kind = kind
 
 
+def shown(name: str) -> str:
+    """An entry's name as printed: a name that is no UTF-8 (its odd bytes decoded as
+    surrogates, as Python reads them) with those bytes as `\\xNN`, which any text output
+    and JSON can carry."""
+    return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
 def kind_of(mode: int) -> str | None:
     """What an entry of `mode` is, said for a person; None for a regular file."""
     if stat.S_ISREG(mode):

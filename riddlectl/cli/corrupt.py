@@ -64,8 +64,10 @@ def drop(
     from riddlectl.ops import corrupt
 
     spool = runtime.open_spool(resolve(ctx), create=False, writable=True)
+    from riddlectl.entries import shown
+
     for name in corrupt.drop(spool, names):
-        typer.echo(corrupt.shown(name))
+        typer.echo(shown(name))
 
 
 @corrupt_app.command()

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
+from riddlectl.entries import shown
 from riddlectl.errors import InvalidDocument, UnknownRiddle
 from riddlectl.ops import submit as submitting
 from riddlectl.pipeline.jobs import Pipeline
@@ -21,12 +22,6 @@ from riddlectl.spool.contract import Corrupt, Spool
 from riddlectl.spool.dropins import drop_in_stem
 
 PLACE = "corrupt"  # how errors name a set-aside file: corrupt/NAME
-
-
-def shown(name: str) -> str:
-    """A set-aside entry's name as printed: a name that is no UTF-8 (a file dropped in
-    under such a name) with its odd bytes as `\\xNN`, a name every command takes too."""
-    return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
 def listing(spool: Spool) -> list[dict[str, Any]]:

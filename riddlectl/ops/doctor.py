@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from riddlectl.entries import shown
 from riddlectl.pipeline.jobs import Pipeline
 from riddlectl.spool.contract import Finding
 from riddlectl.spool.states import FINAL, Queue
@@ -47,7 +48,7 @@ def examine(
     if figures is not None:
         findings += spool.health_findings(figures)
     findings += family(pipeline, fix)
-    findings += [Finding("corrupt", c.name, c.reason) for c in spool.corrupt_files()]
+    findings += [Finding("corrupt", shown(c.name), c.reason) for c in spool.corrupt_files()]
     rank = {kind: index for index, kind in enumerate(ORDER)}
     return sorted(findings, key=lambda f: rank.get(f.kind, len(ORDER)))
 

@@ -6,6 +6,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from riddlectl.entries import shown
 from riddlectl.errors import InvalidDocument, UnknownRiddle, WaitTimeout
 from riddlectl.spool.contract import Spool
 from riddlectl.spool.states import FINAL, INBOX, Queue
@@ -84,7 +85,7 @@ def corrupt_files(spool: Spool) -> list[dict[str, str]]:
         found = spool.corrupt_files()
     except FileNotFoundError:
         return []
-    return [{"file": c.name, "queue": CORRUPT, "reason": c.reason} for c in found]
+    return [{"file": shown(c.name), "queue": CORRUPT, "reason": c.reason} for c in found]
 
 
 def summaries(spool: Spool, listing: list[tuple[Queue, str]]) -> list[dict[str, Any]]:
