@@ -17,6 +17,7 @@ from pathlib import Path
 
 from riddlectl.document.codec import read_at_most
 from riddlectl.document.datatypes import text_types
+from riddlectl.entries import shown
 from riddlectl.errors import InvalidData
 
 __all__ = ["check", "read", "real_dir", "resolve", "resolve_stat", "text_types"]
@@ -35,6 +36,8 @@ def resolve_stat(
     """`resolve`, as a string, with the file's `stat` (for caches keyed by it)."""
     if not file_plain or "\x00" in file_plain:
         raise InvalidData("empty or NUL in path", where=where, field=field)
+    if shown(file_plain) != file_plain:  # odd bytes, as Python reads a name that is no UTF-8
+        raise InvalidData(f"{shown(file_plain)!r} is no UTF-8 name", where=where, field=field)
     if file_plain.startswith("/"):
         raise InvalidData(
             f"{file_plain!r} is absolute; paths are relative to the data directory",

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from riddlectl.document import codec as documents
-from riddlectl.entries import NotRegular, kind_of
+from riddlectl.entries import NotRegular, kind_of, shown
 from riddlectl.errors import InvalidData, InvalidDocument, RiddleError
 from riddlectl.ops.submit import check
 from riddlectl.settings import Settings
@@ -121,7 +121,8 @@ class _Batch:
     def flush(self) -> None:
         if not self.entries:
             return
-        self.spool.drop_ins(Queue.INCOMING, self.entries)
+        # Under a name any spool can hold (a name that is no UTF-8, as printed).
+        self.spool.drop_ins(Queue.INCOMING, [(shown(name), raw) for name, raw in self.entries])
         for name, _ in self.entries:
             with contextlib.suppress(FileNotFoundError):  # another ingest took it too
                 os.unlink(self.directory / name)

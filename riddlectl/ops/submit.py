@@ -80,7 +80,10 @@ def prepare(
     limits = settings.limits
     for where, obj in parsed:
         # A quarter of the limit, so that history, solutions and reviews fit as it moves on.
-        size = len(orjson.dumps(obj))
+        try:
+            size = len(orjson.dumps(obj))
+        except TypeError:  # text from the command line (a path, a question) that is no UTF-8
+            raise InvalidDocument("holds text that is no UTF-8", where=where) from None
         if size > limits.new_riddle:
             reason = limits.too_large(size, limits.new_riddle, " for a new riddle")
             raise InvalidDocument(reason, where=where)

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from riddlectl.document.codec import Limits
 from riddlectl.document.events import MAX_HISTORY, Event
 from riddlectl.document.ids import ID_RE
+from riddlectl.entries import shown
 from riddlectl.errors import DocumentTooLarge, DuplicateId, UnknownRiddle
 from riddlectl.identity import Actor
 from riddlectl.spool.agents import Seat
@@ -162,6 +163,8 @@ class Spool(abc.ABC):
 
         actor = self.actor or Actor("riddlectl")
         stage = STAGE_OF_INBOX.get(queue)
+        # A name that is no UTF-8 is logged as printed: the log is JSON.
+        name, reason = shown(name), shown(reason)
         self.events.append(Event.corrupt(actor, queue.value, stage, name, reason).to_json())
         where = {"stage": stage, "agent": actor.name, "queue": queue.value, "file": name}
         logger(__name__).warning("set-aside", extra={**where, "reason": reason})

@@ -14,6 +14,7 @@ from typing import Any
 
 from riddlectl.document import codec as documents
 from riddlectl.document.model import Riddle
+from riddlectl.entries import shown
 from riddlectl.errors import InvalidDocument
 from riddlectl.spool import agents as seats
 from riddlectl.spool.contract import (
@@ -209,7 +210,7 @@ class MemorySpool(Spool):
                 self.set_aside(queue, name, reason)
                 continue
             if name != f"{riddle_id}.json":
-                riddle.extensions()["dropped_as"] = name  # how to find a riddle given an id
+                riddle.extensions()["dropped_as"] = shown(name)  # to find a riddle given an id
             del self._dropped[queue][name]
             self._docs[queue][riddle_id] = riddle
 

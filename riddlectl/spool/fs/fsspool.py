@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 import orjson
 
 from riddlectl.document import codec as documents
-from riddlectl.entries import kind_of
+from riddlectl.entries import kind_of, shown
 from riddlectl.errors import InvalidDocument
 from riddlectl.spool.contract import (
     WAIT_NOTICE,
@@ -228,7 +228,7 @@ class FsSpool(Writing):
                 if lock is not name_lock:
                     self._let_go(name_lock, stem)
                 return None
-            riddle.extensions()["dropped_as"] = name  # how to find a riddle given an id
+            riddle.extensions()["dropped_as"] = shown(name)  # to find a riddle given an id
             self._store(queue, riddle)
             (self.dir(queue) / name).unlink(missing_ok=True)
         except BaseException:

@@ -11,7 +11,7 @@ import stat
 import time
 from collections.abc import Sequence
 
-from riddlectl.entries import NotRegular, kind_of, read_regular
+from riddlectl.entries import NotRegular, kind_of, read_regular, shown
 from riddlectl.spool.contract import (
     Corrupt,
     one_name,
@@ -40,7 +40,8 @@ class Intake(Reading):
         if target.exists():
             target = target.with_name(f"{name}.{time.time_ns()}")
         reason_path = target.with_name(f"{target.name}.reason")
-        atomic.write(reason_path, f"{reason}\n".encode(), self.root / "tmp", durable=self.durable)
+        line = f"{shown(reason)}\n".encode()  # a name that is no UTF-8, as printed
+        atomic.write(reason_path, line, self.root / "tmp", durable=self.durable)
         os.rename(self.dir(queue) / name, target)
         self.log_set_aside(queue, name, reason)
 

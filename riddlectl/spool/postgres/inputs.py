@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
+from riddlectl.entries import shown
 from riddlectl.errors import InvalidDocument
 from riddlectl.spool.contract import Corrupt
 from riddlectl.spool.dropins import check_name, ignored, peek_drop_in, read_drop_in
@@ -143,7 +144,7 @@ class Inputs:
         if conn.execute("SELECT 1 FROM riddles WHERE id = %s", (riddle_id,)).fetchone():
             return f"{queue.value}/{name}: id {riddle_id!r} is already in the spool"
         if name != f"{riddle_id}.json":
-            riddle.extensions()["dropped_as"] = name  # how to find a riddle given an id
+            riddle.extensions()["dropped_as"] = shown(name)  # to find a riddle given an id
         self.insert(conn, [(queue, riddle)])
         return None
 
