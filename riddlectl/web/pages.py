@@ -11,7 +11,7 @@ from typing import Any
 from urllib.parse import quote, urlencode
 
 import orjson
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
 from markupsafe import Markup
@@ -30,6 +30,7 @@ from riddlectl.web.service import ACTIONS, Done, Outcome, Service, http_status
 
 router = APIRouter(prefix="/app", include_in_schema=False)
 AGENTS_REFRESH = 2  # seconds between refreshes of the agents page's list
+SHOW_ALL = Query(False, alias="all")  # `?all=true`: every one-shot run, not folded
 templates = Jinja2Templates(directory=Path(__file__).parent / "templates")
 templates.env.filters["ago"] = views.when_tag
 
@@ -114,17 +115,29 @@ def _riddle_page(request: Request, riddle_id: str, note: str, status: int = 200)
 
 
 @router.get("/agents", response_class=HTMLResponse)
-def agents(request: Request) -> HTMLResponse:
+def agents(request: Request, everything: bool = SHOW_ALL) -> HTMLResponse:
     """Who is working: the agents alive, what each handles, those gone and what they
     abandoned; the list refreshes itself (`/app/agents/list`)."""
-    listed: dict[str, Any] = dict(_web(request).agents())
-    return render(request, "agents.html", **listed, refresh=AGENTS_REFRESH)
+    shown = _roster(request, everything)
+    return render(request, "agents.html", **shown, refresh=AGENTS_REFRESH)
 
 
 @router.get("/agents/list", response_class=HTMLResponse)
-def agents_list(request: Request) -> HTMLResponse:
-    listed: dict[str, Any] = dict(_web(request).agents())
-    return render(request, "agents_list.html", **listed, counts=None)
+def agents_list(request: Request, everything: bool = SHOW_ALL) -> HTMLResponse:
+    return render(request, "agents_list.html", **_roster(request, everything), counts=None)
+
+
+def _roster(request: Request, everything: bool) -> dict[str, Any]:
+    """The agents in the order `riddlectl agents` shows them: the alive newest first,
+    then the dead before the stopped (newest gone first), one-shot runs that stopped
+    folded into one line unless all were asked for."""
+    shown = roster.arranged(_web(request).agents(), everything)
+    return {
+        "alive": [a for a in shown.rows if a["state"] == "alive"],
+        "gone": [a for a in shown.rows if a["state"] != "alive"],
+        "folded": shown.folded,
+        "everything": everything,
+    }
 
 
 # -- actions -------------------------------------------------------------------------------

@@ -1,11 +1,12 @@
 """A spool dressed as an operator meets one after an hour of work, made by the real
 commands: riddles done by a real `run --once` (a timeline with pids and durations), one
-cancelled, one held, one waiting; a file set aside; agents gone, one of them killed with
-SIGKILL holding a riddle and several one-shot runs stopped."""
+cancelled, one held, one waiting; a file set aside; agents gone: several one-shot runs
+stopped, then one killed with SIGKILL holding a riddle, then one stopped."""
 
 from __future__ import annotations
 
 import os
+import signal
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,6 +26,7 @@ class Dressed:
     cancelled: str
     killed_pid: int
     corrupt: str
+    once_runs: int  # one-shot runs stopped before the kill
 
 
 def dress(cli: Cli, helpers: Path, tmp_path: Path, once_runs: int = 3) -> Dressed:
@@ -53,4 +55,9 @@ def dress(cli: Cli, helpers: Path, tmp_path: Path, once_runs: int = 3) -> Dresse
         agent.kill()  # SIGKILL, holding `hang`
         agent.wait(30)
         poll(cli, lambda a: any(g["how"] == "died" for g in a["gone"]), 10)
-    return Dressed(done, "waiting", "cancelled", agent.pid, corrupt)
+    # An agent stopped after the kill, newer than the dead one.
+    later = cli.popen("agent", "validate", env=ENV)
+    poll(cli, lambda a: any(x["pid"] == later.pid for x in a["alive"]), 60)
+    later.send_signal(signal.SIGTERM)
+    assert later.wait(30) == 0
+    return Dressed(done, "waiting", "cancelled", agent.pid, corrupt, once_runs)

@@ -134,3 +134,30 @@ def test_ids_of_one_batch_show_whole(dressed: tuple[Served, Dressed], look: Any)
         # Drawn whole on one line, in a monospace font.
         assert len(link.evaluate("el => [...el.getClientRects()]")) == 1, riddle_id
         assert "mono" in cell.evaluate("el => getComputedStyle(el).fontFamily")
+
+
+def test_the_agent_that_died_comes_first_of_the_gone_and_stands_out(
+    dressed: tuple[Served, Dressed], look: Any
+) -> None:
+    """An agent stopped after it, yet the agent killed with SIGKILL heads the agents
+    gone, marked; the one-shot runs (`run --once`) are one line."""
+    server, made = dressed
+    look.goto(f"{server.url}/app/agents")
+    gone = look.locator("#agents-gone tbody tr")
+    first = gone.first
+    assert first.get_attribute("data-pid") == str(made.killed_pid)
+    assert "agent-died" in (first.get_attribute("class") or "")
+    mark = first.locator("td").first.evaluate("el => getComputedStyle(el).boxShadow")
+    assert mark != "none", mark
+    assert look.locator("#agents-gone tr.agent-stopped").count() == 1  # `agent validate`
+    assert look.inner_text("#agents-folded").startswith(f"{made.once_runs} one-shot runs")
+    # Times in one line each, with the absolute time on hover.
+    for when in look.locator("#agents-gone time").all():
+        assert len(when.evaluate("el => [...el.getClientRects()]")) == 1
+        assert " UTC" in (when.get_attribute("title") or "")
+    look.click("#agents-folded a")
+    look.wait_for_url("**/app/agents?all=true")
+    assert look.locator("#agents-gone tr.agent-stopped").count() == made.once_runs + 1
+    assert look.locator("#agents-gone tbody tr").first.get_attribute("data-pid") == str(
+        made.killed_pid
+    )
