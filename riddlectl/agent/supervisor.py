@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from riddlectl import logbook, runtime
+from riddlectl.agent.slots import Slots
 from riddlectl.agent.worker import Worker, run_workers
 from riddlectl.errors import SpoolUnavailable
 from riddlectl.identity import Actor
@@ -62,16 +63,18 @@ def run(
     stages: tuple[str, ...] = STAGES,
     *,
     once: bool = False,
-    concurrency: int = 1,
+    concurrency: int | None = None,
     stop: threading.Event | None = None,
     hurry: threading.Event | None = None,
     name: str = "run",
     on_tick: Callable[[RunSummary], None] | None = None,
     handlers: dict[str, list[NamedHandler]] | None = None,
 ) -> RunSummary:
-    """Run agents for `stages` in `concurrency` threads (more while handlers hang); see
-    `agent.run_workers`. Setting `stop` stops them, giving handler calls still running
-    `settings.stop_grace` seconds; setting `hurry` too ends those at once.
+    """Run agents for `stages` in `concurrency` threads; see `agent.run_workers`. With
+    `concurrency` N, at most N handler calls are in flight per stage, spares included
+    (`agent.slots`); without, one thread, and spares while handlers hang. Setting `stop`
+    stops them, giving handler calls still running `settings.stop_grace` seconds;
+    setting `hurry` too ends those at once.
 
     Every handler is resolved first (`handlers`, else `runtime.stage_handlers` now):
     one that cannot be is a `ConfigError` before the spool is opened or waited for."""
@@ -82,6 +85,8 @@ def run(
     actor = Actor(f"{name}:{'+'.join(stages)}")
     contexts: dict[str, StageContext] = {}
     seats: list[Seat] = []  # this agent's record in the spool, once it is registered
+    threads = concurrency or 1
+    slots = {s: Slots(concurrency) for s in stages if s != "manage"} if concurrency else {}
 
     def make_worker() -> Worker:
         # A spool object each: one keeps what a thread's claims need (its inbox backlogs).
@@ -89,7 +94,7 @@ def run(
         pipeline = runtime.pipeline(settings, worker_spool, actor)
         pipeline.on_move = lambda riddle_id, queue: _count(summary, riddle_id, queue, seats)
         pipeline.attempts.seat = seats[0] if seats else None
-        return Worker(pipeline, contexts)
+        return Worker(pipeline, contexts, slots=slots)
 
     def start() -> tuple[Spool, list[Worker]]:
         # Only `init` makes a spool: an agent's role need not be allowed to make one.
@@ -101,8 +106,8 @@ def run(
             if stage in stages
         )
         if not seats:
-            seats.extend(_seat(spool, _record(actor, contexts, concurrency) | {"once": once}))
-        workers = [make_worker() for _ in range(concurrency)]
+            seats.extend(_seat(spool, _record(actor, contexts, threads) | {"once": once}))
+        workers = [make_worker() for _ in range(threads)]
         spool.recover(workers[0].pipeline.committed)  # what agents that died left behind
         return spool, workers
 
@@ -118,7 +123,7 @@ def run(
             "pid": actor.pid,
             "stages": list(contexts),
             "handlers": {stage: [h.name for h in ctx.handlers] for stage, ctx in contexts.items()},
-            "concurrency": concurrency,
+            "concurrency": concurrency or "1+spares",
             "spool": spool.name,
             "once": once,
         },

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from riddlectl import inflight, logbook, trace
+from riddlectl.agent.slots import Slots
 from riddlectl.errors import SpoolUnusable
 from riddlectl.pipeline.jobs import Pipeline
 from riddlectl.pipeline.stages import MANAGE, SOLVE, Stage, StageContext, stage_named
@@ -53,6 +54,8 @@ class Worker:
     drained: bool = False  # the last tick emptied every inbox it looked at (`Spool.drained`)
     spare: bool = False  # added while handlers hang; retires when idle
     on_slow: Callable[[], None] | None = None  # called when one of its handler calls is slow
+    # Each bounded stage's slots (`--concurrency N`), shared by the agent's workers.
+    slots: dict[str, Slots] = field(default_factory=dict)
     _last_sweep: float = 0.0
     _last_recovery: float = field(default_factory=time.monotonic)
 
@@ -84,22 +87,38 @@ class Worker:
 
     def _drain(self, stage: Stage) -> int:
         spool = self.pipeline.spool
-        claims = spool.claim_and_begin(stage.inbox, limit=self.batch)
+        slots = self.slots.get(stage.name)
+        if slots is not None and not slots.take():
+            self.drained = False  # its riddles wait for a slot here, or for another agent
+            return 0
+        try:
+            claims = spool.claim_and_begin(stage.inbox, limit=self.batch)
+        except BaseException:
+            if slots is not None:
+                slots.give()
+            raise
         trace.claimed()
         self.contended += spool.contended
         self.drained = self.drained and spool.drained
-        self._run(stage, claims)
+        self._run(stage, claims, slots)
         return len(claims)
 
-    def _run(self, stage: Stage, claims: list[Claim]) -> None:
-        """Run `stage` on `claims`; with several stages, carry each riddle it moves on to
-        another of them straight on in this thread (`run_batch`'s `carried`): its commit
-        is made as ever, but no wake-up, listing or claim stands between the two stages."""
+    def _run(self, stage: Stage, claims: list[Claim], taken: Slots | None = None) -> None:
+        """Run `stage` on `claims` (`taken`: the stage's slot this worker holds, given back
+        here); with several stages, carry each riddle it moves on to another of them
+        straight on in this thread (`run_batch`'s `carried`): its commit is made as ever,
+        but no wake-up, listing or claim stands between the two stages. Riddles carried to
+        a stage with no slot free are given back, for a worker with one to take."""
         onward = {other.inbox: other for other in self.stages} if len(self.contexts) > 1 else {}
         pending: list[tuple[Stage, list[Claim]]] = [(stage, claims)]
         try:
             while pending and not self.stop.is_set():
                 stage, claims = pending.pop()
+                slots = self.slots.get(stage.name)
+                if taken is None and slots is not None and not slots.take():
+                    pending.append((stage, claims))
+                    break
+                taken = None
                 carried: dict[Queue, list[Claim]] = {queue: [] for queue in onward}
                 try:
                     self.pipeline.attempts.run_batch(
@@ -111,11 +130,15 @@ class Worker:
                         carried if onward else None,
                     )
                 finally:
+                    if slots is not None:
+                        slots.give()
                     pending += [(onward[q], kept) for q, kept in carried.items() if kept]
                 if any(carried.values()):
                     reach(CARRIED)
                     trace.carried()
         finally:
+            if taken is not None:  # stopping before the first batch ran
+                taken.give()
             for _, left in pending:  # stopping, or an error: given back where they are
                 for claim in left:
                     if claim.open:
@@ -285,6 +308,8 @@ class Crew:
             spares = len(self.workers) - self.base
             if len(self.workers) - self.calls.slow() >= self.base or spares >= MAX_SPARES:
                 return
+            if not self._room():
+                return  # every stage at its bound: a spare could only wait
             try:
                 worker = self.make_spare()
             except OSError:
@@ -292,6 +317,13 @@ class Crew:
             worker.spare = True
             self.workers.append(worker)
         self._launch(worker)
+
+    def _room(self) -> bool:
+        """Whether some stage of this agent can take on a riddle now (see `Slots`)."""
+        worker = self.workers[0]
+        return any(
+            (slots := worker.slots.get(name)) is None or slots.free() for name in worker.contexts
+        )
 
     def _retire(self, worker: Worker) -> bool:
         with self.lock:

@@ -99,8 +99,14 @@ LogFormatOpt = Annotated[
     ),
 ]
 ConcurrencyOpt = Annotated[
-    int,
-    typer.Option(help="Worker threads (spares are added while handlers hang).", min=1, max=64),
+    int | None,
+    typer.Option(
+        help="At most N handler calls in flight per stage, spares included (N worker threads).",
+        min=1,
+        max=64,
+        show_default="one thread, and spares while handlers hang",
+        metavar="N",
+    ),
 ]
 
 
@@ -120,7 +126,7 @@ def run(
             "cmd:COMMAND, http:URL (or a bare http://… URL) or openai:MODEL.",
         ),
     ] = None,
-    concurrency: ConcurrencyOpt = 1,
+    concurrency: ConcurrencyOpt = None,
     timeout: TimeoutOpt = None,
     max_attempts: AttemptsOpt = None,
     max_trials: TrialsOpt = None,
@@ -202,7 +208,7 @@ def agent(
             "URL) or openai:MODEL.",
         ),
     ] = None,
-    concurrency: ConcurrencyOpt = 1,
+    concurrency: ConcurrencyOpt = None,
     once: Annotated[bool, typer.Option("--once", help="Exit when the inbox is empty.")] = False,
     timeout: TimeoutOpt = None,
     max_attempts: AttemptsOpt = None,
