@@ -91,7 +91,7 @@ def test_run_once_logs_start_a_retry_a_failure_and_stop_keeping_its_summary_on_s
     lines = json_lines(done.err)
     assert events(lines)[0] == "started" and events(lines)[-1] == "stopped"
     started, stopped = lines[0], lines[-1]
-    assert started["stages"] == ["solve", "manage"] and started["concurrency"] == 1
+    assert started["stages"] == ["solve", "manage"] and started["concurrency"] == "1+spares"
     assert started["handlers"] == {"solve": ["cmd:./solver.sh"], "manage": []}
     assert started["agent"] == "run:solve+manage" and started["level"] == "info"
     assert started["spool"] and "password" not in started["spool"]
