@@ -220,7 +220,9 @@ class Cli:
             timeout=timeout,
             env={**os.environ, **(env or {})},
         )
-        return Completed(proc.returncode, proc.stdout.decode(), proc.stderr.decode())
+        # A file name that is no UTF-8 comes out as its bytes, as `ls` prints it.
+        out, err = (b.decode(errors="backslashreplace") for b in (proc.stdout, proc.stderr))
+        return Completed(proc.returncode, out, err)
 
     def popen(self, *args: str, **kwargs: object) -> subprocess.Popen[bytes]:
         return subprocess.Popen(

@@ -217,8 +217,9 @@ def copy_spool(
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the counts as JSON.")] = False,
 ) -> None:
-    """Copy a whole spool into a new one, of either kind: ids, queues, documents and
-    events kept. Refuses while agents hold claims on either."""
+    """Copy a whole spool into a new one, of either kind: riddles with their ids, queues
+    and documents, drop-ins, set-aside files and events. Refuses while agents hold claims
+    on either; exit 1 when an entry could not be copied (each is named)."""
     from dataclasses import replace
 
     from riddlectl.ops.copy import copy, target_spool
@@ -235,10 +236,29 @@ def copy_spool(
         lambda: runtime.find_spool(into_settings),
         lambda: runtime.make_spool(into_settings),
     )
-    copied = copy(origin, into, names)
+    copied = copy(
+        origin,
+        into,
+        names,
+        on_missed=lambda e: typer.echo(f"riddlectl: {e.where}: not copied: {e.reason}", err=True),
+    )
     if as_json:
-        counts = {queue.value: n for queue, n in copied.riddles.items()}
-        emit_json({"riddles": counts, "events": copied.events})
-        return
-    total = sum(copied.riddles.values())
-    typer.echo(f"copied {total} riddle(s) and {copied.events} event(s) to {names[1]}", err=True)
+        emit_json(
+            {
+                "riddles": {queue.value: n for queue, n in copied.riddles.items()},
+                "drop_ins": {queue.value: n for queue, n in copied.drop_ins.items()},
+                "set_aside": copied.set_aside,
+                "events": copied.events,
+                "not_copied": [{"entry": e.where, "reason": e.reason} for e in copied.missed],
+            }
+        )
+    else:
+        riddles, drop_ins = sum(copied.riddles.values()), sum(copied.drop_ins.values())
+        typer.echo(
+            f"copied {riddles} riddle(s), {drop_ins} drop-in(s), {copied.set_aside} set-aside "
+            f"file(s) and {copied.events} event(s) to {names[1]}"
+            + (f"; {len(copied.missed)} entry(ies) not copied" if copied.missed else ""),
+            err=True,
+        )
+    if copied.missed:
+        raise typer.Exit(int(ExitCode.FAILED))

@@ -42,7 +42,14 @@ def status(
     stage: Annotated[
         str | None, typer.Option(help="Only this stage's inbox or this queue.")
     ] = None,
-    limit: Annotated[int, typer.Option(help="Recent riddles listed without ids.", min=0)] = 20,
+    limit: Annotated[
+        int | None,
+        typer.Option(
+            help="Riddles listed without ids, newest first (0: all). Default: all with "
+            "--json/--jsonl, 20 otherwise.",
+            min=0,
+        ),
+    ] = None,
     watch: Annotated[bool, typer.Option("--watch", help="Refresh every second.")] = False,
 ) -> None:
     """Counts per queue and recent riddles; or each given riddle's state."""
@@ -88,7 +95,7 @@ def _show_status(
     spool: Any,
     wanted: list[str],
     stage: str | None,
-    limit: int,
+    limit: int | None,
     as_json: bool,
     as_jsonl: bool,
     echo: Callable[[str], Any] = typer.echo,
@@ -96,13 +103,14 @@ def _show_status(
     if stage == report.CORRUPT and not wanted:
         _show_corrupt(settings, spool, as_json, as_jsonl, echo)
         return
+    more = 0
     if wanted:
         riddles = report.by_ids(spool, wanted)
-    elif stage:
-        queue = report.queue_named(stage)
-        riddles = report.summaries(spool, [(queue, i) for i in sorted(spool.ids(queue))])
     else:
-        riddles = report.summaries(spool, report.recent(spool, limit))
+        # Machine output is never cut unless asked; a person sees the newest few.
+        shown = limit if limit is not None else 0 if as_json or as_jsonl else report.SHOWN
+        found, more = report.listing(spool, stage, shown)
+        riddles = report.summaries(spool, found)
     if as_jsonl:
         emit_jsonl(riddles)
     elif as_json:
@@ -110,6 +118,8 @@ def _show_status(
         emit_json({"spool": spool.name, "counts": counts, "riddles": riddles})
     else:
         _print_status(report.counts(spool), riddles, bool(wanted), echo)
+        if more:
+            echo(f"… {more} more (--limit 0 for all)")
 
 
 def _show_corrupt(

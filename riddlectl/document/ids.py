@@ -7,6 +7,7 @@ coordination. Within one process they are strictly increasing.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import threading
@@ -40,6 +41,13 @@ def new_id() -> str:
             randomness = int.from_bytes(os.urandom(10), "big") >> 1
         _last = (millis, randomness)
     return _encode(millis, 10) + _encode(randomness, 16)
+
+
+def made_id(millis: int, seed: bytes) -> str:
+    """An id of the form `new_id` gives, made of the time `millis` and a hash of `seed`
+    instead of random bits: the same arguments give the same id on any host."""
+    randomness = int.from_bytes(hashlib.blake2b(seed, digest_size=10).digest(), "big")
+    return _encode(max(millis, 0) % 2**50, 10) + _encode(randomness, 16)
 
 
 def sub_id(parent: str, number: int) -> str:

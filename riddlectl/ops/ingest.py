@@ -9,7 +9,9 @@ name that is no regular file (a FIFO, a link, a directory) is never opened: it i
 aside at once, for what it is. Each file is judged as it is taken,
 by the checks `submit` makes (it parses, it is a valid riddle within the size limits,
 its data files are present, readable and inside the data directory, its id is not in
-the spool yet): a good one goes into `incoming` as it is; a bad one is set aside in
+the spool yet): a good one goes into `incoming` as it is, with its modification time
+(which gives a file whose name is no id the id it was judged under, `drop_in_id`), and
+keeps its name; a bad one is set aside in
 `DIR/corrupt/` with `NAME.reason` beside it, one line saying why. A file that fails and
 was changed within the grace period is left for the next look instead (it, or a data
 file it names, may still be being written), and counted (`Look.young`). A file is
@@ -31,8 +33,8 @@ from riddlectl.entries import NotRegular, kind_of, shown
 from riddlectl.errors import InvalidData, InvalidDocument, RiddleError
 from riddlectl.ops.submit import check
 from riddlectl.settings import Settings
-from riddlectl.spool.contract import Spool
-from riddlectl.spool.dropins import ignored, read_drop_in
+from riddlectl.spool.contract import DropIn, Spool
+from riddlectl.spool.dropins import ignored, read_drop_in, stamp_of
 from riddlectl.spool.states import Queue
 
 CORRUPT = "corrupt"  # where bad files are set aside, inside the directory ingested
@@ -106,24 +108,26 @@ class _Batch:
         self, spool: Spool, directory: Path, on_moved: Callable[[str], object] | None
     ) -> None:
         self.spool, self.directory, self.on_moved = spool, directory, on_moved
-        self.entries: list[tuple[str, bytes]] = []
+        self.entries: list[DropIn] = []
         self.size = 0
         self.ids: set[str] = set()  # ids in this batch: in the spool once it is flushed
         self.moved = 0
 
-    def add(self, name: str, raw: bytes, riddle_id: str) -> None:
-        self.entries.append((name, raw))
+    def add(self, entry: DropIn, riddle_id: str) -> None:
+        self.entries.append(entry)
         self.ids.add(riddle_id)
-        self.size += len(raw)
+        self.size += len(entry.raw)
         if len(self.entries) >= BATCH_FILES or self.size >= BATCH_BYTES:
             self.flush()
 
     def flush(self) -> None:
         if not self.entries:
             return
-        # Under a name any spool can hold (a name that is no UTF-8, as printed).
-        self.spool.drop_ins(Queue.INCOMING, [(shown(name), raw) for name, raw in self.entries])
-        for name, _ in self.entries:
+        # Under a name any spool can hold (a name that is no UTF-8, as printed): the id
+        # it gives is the same (`drop_in_id` reads names so).
+        entries = [DropIn(shown(e.name), e.raw, e.stamp) for e in self.entries]
+        self.spool.restore_drop_ins(Queue.INCOMING, entries)
+        for name in (entry.name for entry in self.entries):
             with contextlib.suppress(FileNotFoundError):  # another ingest took it too
                 os.unlink(self.directory / name)
             self.moved += 1
@@ -158,9 +162,10 @@ def _take(
     except OSError as exc:  # a file that cannot be read (its mode): no riddle either
         _tell(batch.directory, name, f"cannot be read: {exc.strerror or exc}", on_set_aside)
         return
-    riddle_id, why = _judge(batch, raw, info.st_size, name, settings)
+    dropped = DropIn(name, raw, stamp_of(info.st_mtime_ns))
+    riddle_id, why = _judge(batch, dropped, info.st_size, settings)
     if why is None:
-        batch.add(name, raw, riddle_id)
+        batch.add(dropped, riddle_id)
         return
     ready = info.st_mtime + settings.drop_in_grace
     if time.time() < ready:  # may still be being written: looked at again next time
@@ -180,14 +185,13 @@ def _tell(directory: Path, name: str, why: str, on_set_aside: OnSetAside | None)
         on_set_aside(str(directory / name), why)
 
 
-def _judge(
-    batch: _Batch, raw: bytes, size: int, name: str, settings: Settings
-) -> tuple[str, str | None]:
+def _judge(batch: _Batch, entry: DropIn, size: int, settings: Settings) -> tuple[str, str | None]:
     """The file's riddle id, and why it is no riddle the spool can take (field first,
     one line), or None if it is one."""
     try:
-        riddle = read_drop_in(raw, size, Queue.INCOMING, name, batch.spool.limits)
-        check(riddle, name, settings)
+        limits = batch.spool.limits
+        riddle = read_drop_in(entry.raw, size, Queue.INCOMING, entry.name, limits, entry.stamp)
+        check(riddle, entry.name, settings)
     except (InvalidDocument, InvalidData) as exc:
         return "", _one_line(exc)
     riddle_id = riddle.id or ""

@@ -71,6 +71,22 @@ def recent(spool: Spool, limit: int) -> list[tuple[Queue, str]]:
 
 _QUEUE_NAMES = frozenset(q.value for q in Queue)
 
+SHOWN = 20  # riddles a person is shown without `--limit`; machine output lists all
+
+
+def listing(spool: Spool, stage: str | None, limit: int) -> tuple[list[tuple[Queue, str]], int]:
+    """The riddles `status` lists without ids, newest first: every riddle, or those of
+    `stage`'s queue; at most `limit` of them (0: all). And how many more there are, which
+    a listing that was cut says."""
+    queues = [queue_named(stage)] if stage else list(Queue)
+    counts = spool.counts()
+    total = sum(counts[queue] for queue in queues)
+    if limit and not stage:
+        found = recent(spool, limit)
+    else:
+        found = spool.recent(limit or total, queues) if total else []
+    return found, max(0, total - len(found))
+
 
 def counts(spool: Spool) -> dict[str, int]:
     out = {queue.value: n for queue, n in spool.counts().items()}
@@ -149,6 +165,7 @@ __all__ = [
     "by_ids",
     "corrupt_files",
     "counts",
+    "listing",
     "queue_named",
     "results",
     "summaries",

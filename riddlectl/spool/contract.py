@@ -103,6 +103,26 @@ class Corrupt:
     kind: str | None = field(default=None, compare=False)
 
 
+@dataclass(frozen=True)
+class DropIn:
+    """An entry of a queue as it was dropped in, not taken in by a claim yet: its name,
+    its bytes, and when it arrived (ms; with the name and the bytes, what gives an entry
+    whose name is no id its id: `dropins.drop_in_id`)."""
+
+    name: str
+    raw: bytes
+    stamp: int
+
+
+@dataclass(frozen=True)
+class Unreadable:
+    """An entry that cannot be read as it is (a FIFO, a file without read permission):
+    where it lies, and why."""
+
+    where: str
+    reason: str
+
+
 @dataclass
 class Finding:
     """Something `doctor` reports: what kind, about what, and whether it was mended.
@@ -374,6 +394,24 @@ class Spool(abc.ABC):
     def drop_corrupt(self, name: str) -> None:
         """Delete the set-aside entry `name` and its reason; `FileNotFoundError` when there
         is none."""
+
+    # -- copying a whole spool -----------------------------------------------------------
+
+    def contents(self, queue: Queue) -> Iterator[Riddle | DropIn | Unreadable]:
+        """Everything `queue` holds, as `copy` takes it: the riddles stored, and the
+        drop-ins no claim has taken in, as they were dropped in (names other programs
+        write under are none). What cannot be read is `Unreadable`."""
+        yield from self.iter_queue(queue)
+
+    @abc.abstractmethod
+    def restore_drop_ins(self, queue: Queue, entries: Sequence[DropIn]) -> None:
+        """Put `entries` into `queue` as they were dropped in, each with its stamp (so
+        that it is the riddle of the same id): how `copy` moves drop-ins."""
+
+    @abc.abstractmethod
+    def restore_set_aside(self, entries: Sequence[tuple[Corrupt, bytes]]) -> None:
+        """Keep each (name and reason, bytes) as input set aside, as `set_aside` keeps
+        it, without an event: how `copy` moves what was set aside."""
 
     # -- agents -------------------------------------------------------------------------
 

@@ -1,10 +1,11 @@
 """Riddles dropped into a queue by another program: which names count, and how one is read.
 
 The rules every spool applies alike, whatever stores the bytes: names other programs use
-while writing are never read; a file without an `id` takes its name's stem; a document's
-own `id` wins over its name; a new riddle dropped into `incoming/` is held to the limit
-for new riddles, as a submission is. What fails to read is set aside with the reason
-(`Spool.set_aside`).
+while writing are never read; a file without an `id` takes its name's stem, or, when that
+is no valid id, an id made for it (`drop_in_id`); a document's own `id` wins over its
+name; a riddle dropped in under a name other than `ID.json` keeps that name in
+`dropped_as`; a new riddle dropped into `incoming/` is held to the limit for new riddles,
+as a submission is. What fails to read is set aside with the reason (`Spool.set_aside`).
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ from typing import TYPE_CHECKING
 
 from riddlectl.document import codec as documents
 from riddlectl.document.codec import Limits
-from riddlectl.document.ids import ID_RE, new_id
+from riddlectl.document.ids import ID_RE, made_id
+from riddlectl.entries import shown
 from riddlectl.errors import InvalidDocument
 from riddlectl.spool.states import Queue
 
@@ -40,18 +42,59 @@ def drop_in_stem(name: str) -> str | None:
     return stem if ID_RE.fullmatch(stem) else None
 
 
-def read_drop_in(raw: bytes, size: int, queue: Queue, name: str, limits: Limits) -> Riddle:
+shown_name = shown  # a name as a document and a database can hold it
+
+
+def drop_in_id(name: str, raw: bytes, stamp: int) -> str:
+    """The id of a drop-in that has no `id` of its own: its name's stem when that is a
+    valid id; else one made for it, of the same form as a generated id, from when it was
+    dropped in (`stamp`, ms: a file's modification time, a row's time of arrival) and a
+    hash of its name and content.
+
+    Made, not drawn: every reader on every host makes the same id of the same drop-in, so
+    the id `status` shows at the first look is the one `show` finds, an agent stores the
+    riddle under, and `ingest` and `copy` carry over (with the stamp). A drop-in written
+    again is another drop-in, with another id."""
+    stem = drop_in_stem(name)
+    if stem is not None:
+        return stem
+    return made_id(stamp, shown_name(name).encode() + b"\0" + raw)
+
+
+def stamp_of(mtime_ns: int) -> int:
+    """A file's modification time (ns) as the stamp of `drop_in_id` (ms)."""
+    return mtime_ns // 1_000_000
+
+
+def read_drop_in(
+    raw: bytes, size: int, queue: Queue, name: str, limits: Limits, stamp: int
+) -> Riddle:
     """The riddle in the `size` bytes of the entry `name` of `queue` (`raw`: read up to
-    `limits.readable` + 1), or `InvalidDocument` saying why it is none."""
-    # A stem that is no valid id gives way to a generated id, as `submit` gives one.
-    return _read(raw, size, queue, name, limits, drop_in_stem(name) or new_id())
+    `limits.readable` + 1; `stamp`: when it was dropped in, see `drop_in_id`), or
+    `InvalidDocument` saying why it is none."""
+    return _read(raw, size, queue, name, limits, drop_in_id(name, raw, stamp))
+
+
+def read_entry(raw: bytes, size: int, where: str, name: str, limits: Limits, stamp: int) -> Riddle:
+    """The document of an entry `name` of a queue, stored or dropped in (`where`: how an
+    error names it), under the id `drop_in_id` gives when it has none of its own."""
+    riddle = documents.parse(raw, where, drop_in_id(name, raw, stamp), limits.readable, size)
+    return named(riddle, name)
+
+
+def named(riddle: Riddle, name: str) -> Riddle:
+    """`riddle`, read from the entry `name`, with that name kept in `dropped_as` when it
+    is not `ID.json`: how a person finds the riddle a file they dropped in became."""
+    if name != f"{riddle.id}.json" and "dropped_as" not in riddle.extensions():
+        riddle.extensions()["dropped_as"] = shown_name(name)
+    return riddle
 
 
 def _read(
-    raw: bytes, size: int, queue: Queue, name: str, limits: Limits, default_id: str | None
+    raw: bytes, size: int, queue: Queue, name: str, limits: Limits, default_id: str
 ) -> Riddle:
-    where = f"{queue.value}/{name}"
-    riddle = documents.parse(raw, where, default_id, limits.readable, size)
+    where = f"{queue.value}/{shown_name(name)}"
+    riddle = named(documents.parse(raw, where, default_id, limits.readable, size), name)
     # A drop-in (never stored by a commit, so rev 0) is a new riddle: held to the same
     # share of the limit as a submission, or it could not grow as it moves on.
     if queue is Queue.INCOMING and riddle.rev == 0 and len(raw) > limits.new_riddle:
@@ -60,16 +103,16 @@ def _read(
     return riddle
 
 
-def peek_drop_in(raw: bytes, size: int, queue: Queue, name: str, limits: Limits) -> Riddle | None:
+def peek_drop_in(
+    raw: bytes, size: int, queue: Queue, name: str, limits: Limits, stamp: int
+) -> Riddle | None:
     """The riddle a drop-in not yet taken in by a claim is, for readers (`status`,
-    `show`, `find`): under its own id, else its name's stem. None when it is none yet: it
-    does not read (it may still be being written; a claim sets it aside once its grace
-    is over), or it has neither an id nor a name that gives one (its id is made when an
-    agent takes it in)."""
+    `show`, `find`): under the id it will be stored under (`read_drop_in`). None when it
+    is none yet: it does not read (it may still be being written; a claim sets it aside
+    once its grace is over)."""
     if ignored(name):
         return None
     try:
-        riddle = _read(raw, size, queue, name, limits, drop_in_stem(name))
+        return read_drop_in(raw, size, queue, name, limits, stamp)
     except Exception:  # whatever it is, it is no riddle yet: a claim will say why
         return None
-    return riddle if riddle.id is not None else None

@@ -9,20 +9,22 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from riddlectl.document import codec as documents
+from riddlectl.document.codec import Limits
 from riddlectl.document.model import Riddle
-from riddlectl.entries import shown
 from riddlectl.errors import InvalidDocument
 from riddlectl.spool import agents as seats
 from riddlectl.spool.contract import (
     WAIT_NOTICE,
     Claim,
     Corrupt,
+    DropIn,
     Finding,
     Spool,
+    Unreadable,
     busy,
     order_key,
     retry_at,
@@ -38,7 +40,7 @@ from riddlectl.spool.states import Queue, route
 class MemorySpool(Spool):
     def __init__(self) -> None:
         self._docs: dict[Queue, dict[str, Riddle]] = {q: {} for q in Queue}
-        self._dropped: dict[Queue, dict[str, bytes]] = {q: {} for q in Queue}  # unread input
+        self._dropped: dict[Queue, dict[str, DropIn]] = {q: {} for q in Queue}  # unread input
         self._corrupt: dict[str, tuple[bytes, str]] = {}  # set aside: content and reason
         self._claimed: set[str] = set()
         self._mutex = threading.Condition()
@@ -160,8 +162,8 @@ class MemorySpool(Spool):
                     return queue, docs[riddle_id].model_copy(deep=True)
             # A drop-in no claim has read yet is a riddle all the same.
             for queue, dropped in self._dropped.items():
-                for name, raw in dropped.items():
-                    riddle = peek_drop_in(raw, len(raw), queue, name, self.limits)
+                for entry in dropped.values():
+                    riddle = _peek(queue, entry, self.limits)
                     if riddle is not None and riddle.id == riddle_id:
                         return queue, riddle
         return None
@@ -179,9 +181,9 @@ class MemorySpool(Spool):
                 return riddle.model_copy(deep=True)
             # An entry of `ids` that is a drop-in's name, whatever id its document gives.
             for name in (f"{riddle_id}.json", riddle_id):
-                raw = self._dropped[queue].get(name)
-                if raw is not None:
-                    return peek_drop_in(raw, len(raw), queue, name, self.limits)
+                entry = self._dropped[queue].get(name)
+                if entry is not None:
+                    return _peek(queue, entry, self.limits)
             found = self.find(riddle_id)  # a drop-in under a name other than its id
             return found[1] if found is not None and found[0] is queue else None
 
@@ -190,17 +192,18 @@ class MemorySpool(Spool):
     def drop_in(self, queue: Queue, name: str, raw: bytes) -> None:
         check_name(name)
         with self._mutex:
-            self._dropped[queue][name] = bytes(raw)
+            self._dropped[queue][name] = DropIn(name, bytes(raw), time.time_ns() // 1_000_000)
             self._arrived(queue)
 
     def _read_drop_ins(self, queue: Queue) -> None:
         """Store what was dropped into `queue` under its id, or set it aside (the rules of
         `dropins`); called under the mutex, by `claim`."""
-        for name, raw in list(self._dropped[queue].items()):
+        for name, entry in list(self._dropped[queue].items()):
             if ignored(name):
                 continue
             try:
-                riddle = read_drop_in(raw, len(raw), queue, name, self.limits)
+                raw = entry.raw
+                riddle = read_drop_in(raw, len(raw), queue, name, self.limits, entry.stamp)
             except InvalidDocument as exc:
                 self.set_aside(queue, name, str(exc))
                 continue
@@ -209,15 +212,15 @@ class MemorySpool(Spool):
                 reason = f"{queue.value}/{name}: id {riddle_id!r} is already in the spool"
                 self.set_aside(queue, name, reason)
                 continue
-            if name != f"{riddle_id}.json":
-                riddle.extensions()["dropped_as"] = shown(name)  # to find a riddle given an id
             del self._dropped[queue][name]
             self._docs[queue][riddle_id] = riddle
 
     def set_aside(self, queue: Queue, name: str, reason: str) -> None:
         with self._mutex:
-            raw = self._dropped[queue].pop(name, None)
-            if raw is None:
+            entry = self._dropped[queue].pop(name, None)
+            if entry is not None:
+                raw = entry.raw
+            else:
                 riddle = self._docs[queue].pop(name.removesuffix(".json"))
                 raw = documents.dumps(riddle)
             kept = name if name not in self._corrupt else f"{name}.{time.time_ns()}"
@@ -238,6 +241,27 @@ class MemorySpool(Spool):
         with self._mutex:
             if self._corrupt.pop(name, None) is None:
                 raise FileNotFoundError(f"corrupt/{name}: no such file set aside")
+
+    # -- copying -------------------------------------------------------------------------
+
+    def contents(self, queue: Queue) -> Iterator[Riddle | DropIn | Unreadable]:
+        with self._mutex:
+            stored = [riddle.model_copy(deep=True) for riddle in self._docs[queue].values()]
+            dropped = [e for name, e in self._dropped[queue].items() if not ignored(name)]
+        yield from stored
+        yield from dropped
+
+    def restore_drop_ins(self, queue: Queue, entries: Sequence[DropIn]) -> None:
+        with self._mutex:
+            for entry in entries:
+                check_name(entry.name)
+                self._dropped[queue][entry.name] = entry
+            self._arrived(queue)
+
+    def restore_set_aside(self, entries: Sequence[tuple[Corrupt, bytes]]) -> None:
+        with self._mutex:
+            for kept, raw in entries:
+                self._corrupt[kept.name] = (raw, kept.reason)
 
     # -- agents -------------------------------------------------------------------------
 
@@ -297,3 +321,7 @@ class _MemoryWatch:
 
     def stop(self) -> None:
         self.spool._unwatch(self)
+
+
+def _peek(queue: Queue, entry: DropIn, limits: Limits) -> Riddle | None:
+    return peek_drop_in(entry.raw, len(entry.raw), queue, entry.name, limits, entry.stamp)

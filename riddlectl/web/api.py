@@ -92,21 +92,22 @@ def status(
     request: Request,
     ids: Annotated[list[str] | None, Query(alias="id", description="Riddle ids.")] = None,
     stage: Annotated[Stages | None, Query(description="A stage's inbox or a queue.")] = None,
-    limit: Annotated[int, Query(ge=0, le=1000)] = 20,
+    limit: Annotated[
+        int, Query(ge=0, description="At most this many riddles, newest first (0: all).")
+    ] = 0,
 ) -> dict[str, Any]:
-    """Counts per queue and recent riddles, or each given riddle's state (`status --json`)."""
+    """Counts per queue and every riddle (of `stage`), newest first, or each given
+    riddle's state (`status --json`); with `limit`, `more` says how many were left out."""
     web = service(request)
     spool = web.spool
     if ids:
         riddles = report.by_ids(spool, list(dict.fromkeys(ids)))
     elif stage == report.CORRUPT:
         return {"counts": web.counts(), "corrupt": report.corrupt_files(spool)}
-    elif stage:
-        queue = report.queue_named(stage)
-        listing = [(queue, i) for i in sorted(spool.ids(queue))[:limit]]
-        riddles = report.summaries(spool, listing)
     else:
-        riddles = report.summaries(spool, report.recent(spool, limit))
+        found, more = report.listing(spool, stage, limit)
+        riddles = report.summaries(spool, found)
+        return {"counts": web.counts(), "riddles": riddles, "more": more}
     return {"counts": web.counts(), "riddles": riddles}
 
 

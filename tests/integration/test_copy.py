@@ -3,6 +3,8 @@ directions, with ids, queues, documents (to the byte) and events kept."""
 
 from __future__ import annotations
 
+import contextlib
+import os
 import signal
 import subprocess
 import sys
@@ -14,9 +16,10 @@ import pytest
 from riddlectl.document import codec
 from riddlectl.document.model import Riddle
 from riddlectl.spool import open_spool
-from riddlectl.spool.contract import Spool
+from riddlectl.spool.contract import Corrupt, Spool
 from riddlectl.spool.states import Queue
-from tests.conftest import Cli
+from tests import pg
+from tests.conftest import Cli, example_doc, submit_flags
 from tests.contract.conftest import riddle
 
 QUEUES = list(Queue)
@@ -60,11 +63,17 @@ def test_a_round_trip_file_postgresql_file_keeps_10000_riddles_as_they_were(
     assert there.code == 0, there.err
     assert orjson.loads(there.out) == {
         "riddles": {q.value: 1250 for q in QUEUES},
+        "drop_ins": {q.value: 0 for q in QUEUES},
+        "set_aside": 0,
         "events": 10_000,
+        "not_copied": [],
     }
     back = cli("copy", "--from", pg_url, "--to", str(tmp_path / "again"), timeout=300)
     assert back.code == 0, back.err
-    assert back.err == f"copied 10000 riddle(s) and 10000 event(s) to {tmp_path / 'again'}\n"
+    assert back.err == (
+        "copied 10000 riddle(s), 0 drop-in(s), 0 set-aside file(s) and 10000 event(s) "
+        f"to {tmp_path / 'again'}\n"
+    )
     again = open_spool(tmp_path / "again", create=False)
     assert snapshot(again) == snapshot(first)
     assert list(again.events.read()) == list(first.events.read())
@@ -204,3 +213,76 @@ def test_a_copy_whose_target_cannot_be_made_whole_leaves_no_target(
     assert failed.code == 5, failed.err
     assert failed.err.count("\n") == 1 and "No space left on device" in failed.err
     assert left == []
+
+
+def _seed_spool(cli: Cli, tmp_path: Path) -> dict[str, str]:
+    """A spool holding one of each kind of riddle a copy must carry: one submitted, two
+    taken in by `ingest` and not claimed yet (one named no id), and on a directory two
+    dropped into `incoming/` (one named no id, one under a name of its own). Returns
+    what `status` lists: id → queue."""
+    submit_flags(cli, "kept")
+    doc = orjson.dumps(example_doc())
+    inbox = tmp_path / "inbox"
+    inbox.mkdir()
+    (inbox / "in1.json").write_bytes(doc)
+    (inbox / "weird name.json").write_bytes(doc)
+    assert cli("ingest", str(inbox)).code == 0
+    if isinstance(cli.spool, Path):
+        (cli.spool / "incoming" / "ünïcödé.json").write_bytes(doc)
+        (cli.spool / "incoming" / "other.json").write_bytes(orjson.dumps(example_doc(id="own")))
+    listed = {r["id"]: r["queue"] for r in cli("status", "--json").json()["riddles"]}  # type: ignore[index]
+    assert len(listed) == (5 if isinstance(cli.spool, Path) else 3)
+    return listed
+
+
+@pytest.mark.timeout(600)  # some thirty commands
+@pytest.mark.parametrize("there", ["fs", pytest.param("pg", marks=pytest.mark.postgres)])
+def test_copy_takes_drop_ins_of_every_name_and_what_was_set_aside(
+    any_cli: Cli, there: str, tmp_path: Path, data_dir: Path
+) -> None:
+    listed = _seed_spool(any_cli, tmp_path)
+    junk = b"{ not a riddle"
+    if isinstance(any_cli.spool, Path):
+        (any_cli.spool / "corrupt" / "junk.json").write_bytes(junk)
+        (any_cli.spool / "corrupt" / "junk.json.reason").write_text("junk.json: not JSON\n")
+    else:
+        open_spool(any_cli.spool).restore_set_aside(
+            [(Corrupt("junk.json", "junk.json: not JSON"), junk)]
+        )
+    with contextlib.ExitStack() as stack:
+        target = str(tmp_path / "copy") if there == "fs" else stack.enter_context(pg.fresh_schema())
+        _copied_alike(any_cli, Cli(target, data_dir), listed, junk)
+
+
+def _copied_alike(source: Cli, into: Cli, listed: dict[str, str], junk: bytes) -> None:
+    """`copy` from `source` into a new spool `into`: every kind of entry read alike."""
+    any_cli, target = source, str(into.spool)
+    copied = any_cli("copy", "--to", target, "--json")
+    assert copied.code == 0, copied.err
+    counts = copied.json()
+    assert counts["set_aside"] == 1 and counts["not_copied"] == []  # type: ignore[index]
+    assert sum(counts["riddles"].values()) + sum(counts["drop_ins"].values()) == len(listed)  # type: ignore[index]
+    assert {r["id"]: r["queue"] for r in into("status", "--json").json()["riddles"]} == listed  # type: ignore[index]
+    for riddle_id in listed:
+        assert into("show", riddle_id).out == any_cli("show", riddle_id).out
+    assert orjson.loads(into("corrupt", "list", "--json").out) == orjson.loads(
+        any_cli("corrupt", "list", "--json").out
+    )
+    assert into("corrupt", "show", "junk.json").out.encode().startswith(junk)
+    ran = into("run", "--once", timeout=120)
+    assert ran.code == 0, ran.err
+    assert into("result", *sorted(listed)).out.count("150") == len(listed)
+
+
+def test_copy_names_what_it_cannot_copy_and_exits_1(tmp_path: Path, data_dir: Path) -> None:
+    source = tmp_path / "source"
+    open_spool(source).add([riddle("a")])
+    os.mkfifo(source / "incoming" / "pipe.json")
+    copied = Cli(source, data_dir)("copy", "--to", str(tmp_path / "copy"))
+    assert copied.code == 1, copied.err
+    assert copied.err.splitlines() == [
+        "riddlectl: incoming/pipe.json: not copied: not a regular file (a FIFO)",
+        "copied 1 riddle(s), 0 drop-in(s), 0 set-aside file(s) and 0 event(s) to "
+        f"{tmp_path / 'copy'}; 1 entry(ies) not copied",
+    ]
+    assert open_spool(tmp_path / "copy", create=False).ids(Queue.INCOMING) == ["a"]

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from riddlectl.document import codec as documents
 from riddlectl.document.codec import Limits
-from riddlectl.spool.dropins import ignored, peek_drop_in
+from riddlectl.spool.dropins import ignored, peek_drop_in, stamp_of
 from riddlectl.spool.fs.inbox import iter_files
 from riddlectl.spool.states import Queue
 
@@ -54,4 +54,5 @@ class DropInIndex:
             return None
         if raw is None:
             return None
-        return peek_drop_in(raw, info.st_size, Queue.INCOMING, name, self.limits())
+        stamp = stamp_of(info.st_mtime_ns)
+        return peek_drop_in(raw, info.st_size, Queue.INCOMING, name, self.limits(), stamp)

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 import orjson
 
 from riddlectl.document import codec as documents
-from riddlectl.entries import kind_of, shown
+from riddlectl.entries import kind_of
 from riddlectl.errors import InvalidDocument
 from riddlectl.spool.contract import (
     WAIT_NOTICE,
@@ -30,7 +30,7 @@ from riddlectl.spool.contract import (
     retry_at,
     unknown,
 )
-from riddlectl.spool.dropins import drop_in_stem, read_drop_in
+from riddlectl.spool.dropins import drop_in_stem, read_drop_in, stamp_of
 from riddlectl.spool.fs.inbox import Header, Inbox
 from riddlectl.spool.fs.locks import Lock
 from riddlectl.spool.states import FINAL, Queue
@@ -121,7 +121,8 @@ class FsSpool(Writing):
             self.set_aside(queue, name, f"{where}: not a regular file ({kind})")
             return None, info.st_ino
         try:
-            return read_drop_in(raw, info.st_size, queue, name, limits), info.st_ino
+            stamp = stamp_of(info.st_mtime_ns)
+            return read_drop_in(raw, info.st_size, queue, name, limits, stamp), info.st_ino
         except InvalidDocument as exc:
             if queue is Queue.INCOMING and time.time() - info.st_mtime < self.drop_in_grace:
                 return None, info.st_ino
@@ -228,7 +229,6 @@ class FsSpool(Writing):
                 if lock is not name_lock:
                     self._let_go(name_lock, stem)
                 return None
-            riddle.extensions()["dropped_as"] = shown(name)  # to find a riddle given an id
             self._store(queue, riddle)
             (self.dir(queue) / name).unlink(missing_ok=True)
         except BaseException:

@@ -9,17 +9,23 @@ import os
 import shutil
 import stat
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING
 
 from riddlectl.entries import NotRegular, kind_of, read_regular, shown
 from riddlectl.spool.contract import (
     Corrupt,
+    DropIn,
+    Unreadable,
     one_name,
 )
 from riddlectl.spool.dropins import check_name, ignored
-from riddlectl.spool.fs import atomic
+from riddlectl.spool.fs import atomic, copying
 from riddlectl.spool.fs.reading import Reading
 from riddlectl.spool.states import Queue
+
+if TYPE_CHECKING:
+    from riddlectl.document.model import Riddle
 
 REASON_BYTES = 64 * 1024  # of a reason file: one line, written by `set_aside`
 
@@ -33,6 +39,16 @@ class Intake(Reading):
             check_name(name)
         files = [(self.dir(queue) / name, raw) for name, raw in entries]
         atomic.write_many(files, self.tmp_dir, durable=self.durable)
+
+    def contents(self, queue: Queue) -> Iterator[Riddle | DropIn | Unreadable]:
+        return copying.contents(str(self.dir(queue)), queue.value, self.limits)
+
+    def restore_drop_ins(self, queue: Queue, entries: Sequence[DropIn]) -> None:
+        copying.restore_drop_ins(str(self.dir(queue)), entries, self.tmp_dir, self.durable)
+
+    def restore_set_aside(self, entries: Sequence[tuple[Corrupt, bytes]]) -> None:
+        corrupt = str(self.root / "corrupt")
+        copying.restore_set_aside(corrupt, entries, self.tmp_dir, self.durable)
 
     def set_aside(self, queue: Queue, name: str, reason: str) -> None:
         """Move an unreadable file to `corrupt/`, with `NAME.reason` beside it."""

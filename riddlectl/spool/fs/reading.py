@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import heapq
 import os
 from collections.abc import Iterable, Iterator
@@ -14,7 +15,7 @@ from riddlectl.errors import InvalidDocument
 from riddlectl.spool.contract import (
     Claim,
 )
-from riddlectl.spool.dropins import drop_in_stem, ignored
+from riddlectl.spool.dropins import ignored, read_entry, shown_name, stamp_of
 from riddlectl.spool.fs.inbox import iter_files, list_files
 from riddlectl.spool.states import Queue
 
@@ -39,32 +40,39 @@ class Reading(Layout):
 
     def read(self, queue: Queue, riddle_id: str) -> Riddle | None:
         """The document `ID.json` of `queue`; a drop-in there without an id of its own
-        reads under its name's stem (`ID`). In `incoming/`, an entry of `ids` that is a
-        drop-in's whole name (`notes.txt`) reads as that drop-in."""
-        path = self._file(queue, riddle_id)
+        reads under the id its name gives (`drop_in_id`). An entry of `ids` that is a
+        drop-in's whole name (`notes.txt`) reads as that drop-in, in any queue (a claim
+        takes drop-ins in from any)."""
         try:
-            return self._parse_file(path, path, drop_in_stem(f"{riddle_id}.json"))
+            return self._parse_file(self._file(queue, riddle_id), f"{riddle_id}.json")
         except FileNotFoundError:
             pass
-        if queue is not Queue.INCOMING or "/" in riddle_id or ignored(riddle_id):
+        except OSError as exc:  # the entry `NAME` of a name too long to have `.json` added
+            if exc.errno != errno.ENAMETOOLONG:
+                raise
+        if "/" in riddle_id or ignored(riddle_id):
             return None
-        path = f"{self._dirs[queue]}/{riddle_id}"
         try:
-            return self._parse_file(path, path, drop_in_stem(riddle_id))
+            return self._parse_file(f"{self._dirs[queue]}/{riddle_id}", riddle_id)
         except (FileNotFoundError, IsADirectoryError):
             return None
 
-    def _parse_file(self, path: str, where: str, default_id: str | None = None) -> Riddle:
+    def _parse_file(self, path: str, name: str | None = None) -> Riddle:
         """The document at `path`, read up to `limits.readable` (a document stored before
-        the limit was lowered is still read), with its real size in the reason if over."""
+        the limit was lowered is still read), with its real size in the reason if over;
+        read as the entry `name` of its queue when given (see `dropins.read_entry`)."""
         raw, info = documents.read_raw(path, self.limits.readable + 1)
+        where = shown_name(path)
         if raw is None:
             raise InvalidDocument("not a regular file", where=where)
-        return documents.parse(raw, where, default_id, self.limits.readable, info.st_size)
+        if name is None:
+            return documents.parse(raw, where, None, self.limits.readable, info.st_size)
+        stamp = stamp_of(info.st_mtime_ns)
+        return read_entry(raw, info.st_size, where, name, self.limits, stamp)
 
     def reread(self, claim: Claim) -> Riddle:
         token: Token = claim.token
-        return self._parse_file(token.path, token.path)
+        return self._parse_file(token.path)
 
     def find(self, riddle_id: str) -> tuple[Queue, Riddle] | None:
         if not ID_RE.fullmatch(riddle_id):

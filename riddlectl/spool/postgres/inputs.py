@@ -17,13 +17,12 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING
 
-from riddlectl.entries import shown
 from riddlectl.errors import InvalidDocument
-from riddlectl.spool.contract import Corrupt
-from riddlectl.spool.dropins import check_name, ignored, peek_drop_in, read_drop_in
+from riddlectl.spool.contract import Corrupt, DropIn
+from riddlectl.spool.dropins import check_name, ignored, peek_drop_in, read_drop_in, shown_name
 from riddlectl.spool.postgres.db import Conn, Database
 from riddlectl.spool.states import Queue
 
@@ -84,24 +83,50 @@ class Inputs:
 
     def drop_ins(self, queue: Queue, entries: Sequence[tuple[str, bytes]]) -> None:
         """One transaction, one statement and one wake-up for all of `entries`."""
-        for name, _ in entries:
-            check_name(name)
+        stamp = round(time.time() * 1000)
+        self.restore(queue, [DropIn(name, raw, stamp) for name, raw in entries])
+
+    def restore(self, queue: Queue, entries: Sequence[DropIn]) -> None:
+        """`drop_ins`, each arriving at its own stamp (ms): a name a database cannot hold
+        (bytes of a file name that are no UTF-8) is kept as `dropins.shown_name` says."""
+        for entry in entries:
+            check_name(entry.name)
         if not entries:
             return
-        latest = dict(entries)  # a name given twice is its last content, as on a disk
-        names, raws = list(latest), [bytes(raw) for raw in latest.values()]
-        limits = self.limits()
-        rids = [_rid(raw, queue, name, limits) for name, raw in zip(names, raws, strict=True)]
+        # A name given twice is its last content, as on a disk.
+        latest = {
+            shown_name(e.name): DropIn(shown_name(e.name), bytes(e.raw), e.stamp) for e in entries
+        }
+        kept = list(latest.values())
+        names, raws = [e.name for e in kept], [e.raw for e in kept]
+        ats = [e.stamp / 1000 for e in kept]
+        rids = [_rid(queue, entry, self.limits()) for entry in kept]
         with self.db.transaction() as conn:
             conn.execute(
                 "INSERT INTO dropins (queue, name, raw, at, rid) "
-                "SELECT %s, n, r, %s, i FROM unnest(%s::text[], %b::bytea[], %s::text[]) "
-                "AS d(n, r, i) ON CONFLICT (queue, name) "
+                "SELECT %s, n, r, a, i FROM unnest(%s::text[], %b::bytea[], "
+                "%s::double precision[], %s::text[]) AS d(n, r, a, i) ON CONFLICT (queue, name) "
                 "DO UPDATE SET raw = excluded.raw, at = excluded.at, rid = excluded.rid",
-                (queue.value, time.time(), names, raws, rids),
+                (queue.value, names, raws, ats, rids),
             )
             conn.execute("SELECT pg_notify(%s, %s)", (self.db.url.channel, WAKE_UP + queue.value))
         self.told(queue)
+
+    def contents(self, queue: Queue) -> Iterator[DropIn]:
+        """The drop-ins of `queue` no claim has read, as they were dropped in."""
+        after = ""
+        while True:
+            with self.db.session() as conn:
+                rows = conn.execute(
+                    f"SELECT name, raw, at FROM dropins WHERE queue = %s AND {NOT_IGNORED} "
+                    'AND name COLLATE "C" > %s ORDER BY name COLLATE "C" LIMIT 100',
+                    (queue.value, after),
+                ).fetchall()
+            for name, raw, at in rows:
+                after = name
+                yield DropIn(name, bytes(raw), _stamp(at))
+            if len(rows) < 100:
+                return
 
     def read_drop_ins(self, queue: Queue) -> int:
         """Store what was dropped into `queue` under its id, or set it aside; how many
@@ -116,12 +141,12 @@ class Inputs:
         told: list[tuple[str, str]] = []
         with self.db.transaction() as conn:
             rows = conn.execute(
-                f"SELECT name, raw FROM dropins WHERE queue = %s AND {NOT_IGNORED} "
+                f"SELECT name, raw, at FROM dropins WHERE queue = %s AND {NOT_IGNORED} "
                 "ORDER BY at, name LIMIT %s FOR UPDATE SKIP LOCKED",
                 (queue.value, READ_AT_ONCE),
             ).fetchall()
-            for name, raw in rows:
-                reason = self._adopt(conn, queue, name, bytes(raw))
+            for name, raw, at in rows:
+                reason = self._adopt(conn, queue, DropIn(name, bytes(raw), _stamp(at)))
                 if reason is not None:
                     self._keep(conn, name, bytes(raw), reason)
                     told.append((name, reason))
@@ -132,10 +157,11 @@ class Inputs:
             self.on_set_aside(queue, name, reason)
         return len(rows)
 
-    def _adopt(self, conn: Conn, queue: Queue, name: str, raw: bytes) -> str | None:
+    def _adopt(self, conn: Conn, queue: Queue, entry: DropIn) -> str | None:
         """Store the drop-in as a riddle; the reason it is none, else None."""
+        name, raw = entry.name, entry.raw
         try:
-            riddle = read_drop_in(raw, len(raw), queue, name, self.limits())
+            riddle = read_drop_in(raw, len(raw), queue, name, self.limits(), entry.stamp)
         except InvalidDocument as exc:
             return str(exc)
         except Exception as exc:  # whatever it is, it is no riddle
@@ -143,8 +169,6 @@ class Inputs:
         riddle_id = riddle.id or ""
         if conn.execute("SELECT 1 FROM riddles WHERE id = %s", (riddle_id,)).fetchone():
             return f"{queue.value}/{name}: id {riddle_id!r} is already in the spool"
-        if name != f"{riddle_id}.json":
-            riddle.extensions()["dropped_as"] = shown(name)  # to find a riddle given an id
         self.insert(conn, [(queue, riddle)])
         return None
 
@@ -173,6 +197,14 @@ class Inputs:
                 raise FileNotFoundError(f"{queue.value}/{name}: not in the spool")
             self._keep(conn, name, bytes(row[0]), reason)
         self.on_set_aside(queue, name, reason)
+
+    def restore_set_aside(self, entries: Sequence[tuple[Corrupt, bytes]]) -> None:
+        with self.db.transaction() as conn:
+            for kept, raw in entries:
+                conn.execute(
+                    "INSERT INTO corrupt (name, raw, reason, at) VALUES (%s, %s, %s, %s)",
+                    (shown_name(kept.name), raw, kept.reason, time.time()),
+                )
 
     def corrupt_files(self) -> list[Corrupt]:
         with self.db.session() as conn:
@@ -228,15 +260,15 @@ class Inputs:
             # those dropped in before that was known, those named after it or holding it
             # in quotes.
             rows = conn.execute(
-                f"SELECT queue, name, raw FROM dropins WHERE {NOT_IGNORED} AND (rid = %(id)s "
+                f"SELECT queue, name, raw, at FROM dropins WHERE {NOT_IGNORED} AND (rid = %(id)s "
                 "OR rid IS NULL AND (name = %(id)s OR starts_with(name, %(id)s || '.') "
                 "OR position(convert_to(%(quoted)s, 'UTF8') in raw) > 0)) "
                 "ORDER BY name = %(file)s DESC, at, name",
                 {"id": riddle_id, "quoted": f'"{riddle_id}"', "file": f"{riddle_id}.json"},
             ).fetchall()
-        for queue_name, name, raw in rows:
+        for queue_name, name, raw, at in rows:
             queue = Queue(queue_name)
-            riddle = peek_drop_in(bytes(raw), len(raw), queue, name, self.limits())
+            riddle = _rid_riddle(queue, DropIn(name, bytes(raw), _stamp(at)), self.limits())
             if riddle is not None and riddle.id == riddle_id:
                 return queue, riddle
         return None
@@ -246,14 +278,14 @@ class Inputs:
         which may differ from `entry`); None when it is gone or is no riddle yet."""
         with self.db.session() as conn:
             row = conn.execute(
-                "SELECT name, raw FROM dropins WHERE queue = %s AND name = ANY(%s) "
+                "SELECT name, raw, at FROM dropins WHERE queue = %s AND name = ANY(%s) "
                 "ORDER BY name = %s DESC LIMIT 1",
                 (queue.value, [f"{entry}.json", entry], f"{entry}.json"),
             ).fetchone()
         if row is None:
             return None
-        name, raw = row
-        return peek_drop_in(bytes(raw), len(raw), queue, name, self.limits())
+        name, raw, at = row
+        return _rid_riddle(queue, DropIn(name, bytes(raw), _stamp(at)), self.limits())
 
     def dropped_recent(self, limit: int, queues: Iterable[Queue]) -> list[tuple[float, Queue, str]]:
         """The `limit` newest drop-ins of `queues`: (when dropped, queue, entry as
@@ -267,8 +299,19 @@ class Inputs:
         return [(float(at), Queue(queue), name.removesuffix(".json")) for at, queue, name in rows]
 
 
-def _rid(raw: bytes, queue: Queue, name: str, limits: Limits) -> str | None:
-    """The id the drop-in is as readers see it (`peek_drop_in`); None when it is none yet
-    (it is then found by its content, as before)."""
-    riddle = peek_drop_in(raw, len(raw), queue, name, limits)
+def _stamp(at: float) -> int:
+    """The stamp (ms) of a drop-in that arrived `at` (s): the one that `restore` stored
+    as `stamp / 1000` comes back whole."""
+    return round(at * 1000)
+
+
+def _rid_riddle(queue: Queue, entry: DropIn, limits: Limits) -> Riddle | None:
+    """The riddle the drop-in is as readers see it (`peek_drop_in`)."""
+    return peek_drop_in(entry.raw, len(entry.raw), queue, entry.name, limits, entry.stamp)
+
+
+def _rid(queue: Queue, entry: DropIn, limits: Limits) -> str | None:
+    """The id the drop-in is as readers see it; None when it is none yet (it is then
+    found by its content, as before)."""
+    riddle = _rid_riddle(queue, entry, limits)
     return riddle.id if riddle is not None else None

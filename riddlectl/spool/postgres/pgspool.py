@@ -15,7 +15,7 @@ import contextlib
 import threading
 import time
 import weakref
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -31,8 +31,10 @@ from riddlectl.spool.contract import (
     Claim,
     Corrupt,
     DataPlace,
+    DropIn,
     Finding,
     Spool,
+    Unreadable,
     busy,
     order_key,
     stamp,
@@ -346,6 +348,16 @@ class PgSpool(Reading, Spool):
 
     def drop_corrupt(self, name: str) -> None:
         self.inputs.drop_corrupt(name)
+
+    def contents(self, queue: Queue) -> Iterator[Riddle | DropIn | Unreadable]:
+        yield from self.iter_queue(queue)
+        yield from self.inputs.contents(queue)
+
+    def restore_drop_ins(self, queue: Queue, entries: Sequence[DropIn]) -> None:
+        self.inputs.restore(queue, entries)
+
+    def restore_set_aside(self, entries: Sequence[tuple[Corrupt, bytes]]) -> None:
+        self.inputs.restore_set_aside(entries)
 
     # -- agents and repair ----------------------------------------------------------------
 
