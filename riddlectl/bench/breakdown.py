@@ -11,8 +11,9 @@ one it is measured from: an agent already in a pass over its inbox when the ridd
 (woken by something else) began that pass before the previous commit; the next agent can
 claim a riddle as soon as it is renamed into its inbox, while the previous agent is still
 flushing and logging that commit. Such a mark counts at the one before it (no wait for it
-in this trip), so that no figure goes below zero; `awake` says in how many trips a stage's
-agent was already awake.
+in this trip), so that no figure goes below zero; `early` says in how many trips a stage's
+agent began its pass before the previous commit's mark (already awake, or woken by the
+rename before that commit was flushed).
 """
 
 from __future__ import annotations
@@ -60,7 +61,7 @@ def breakdown(
         for step in steps:
             figures = per_stage[step["stage"]]
             floor = previous
-            figures["awake"].append(float(step["wake"] < previous))
+            figures["early"].append(float(step["wake"] < previous))
             for mark in MARKS:
                 floor = max(floor, step[mark])  # see the module's docstring
                 figures[mark].append((floor - previous) * 1000)
@@ -72,7 +73,7 @@ def breakdown(
             "riddles": len(figures["commit"]),
             **{f"{mark}_ms": round(statistics.median(figures[mark]), 3) for mark in MARKS},
             "fsyncs": round(statistics.median(figures["fsyncs"]), 2),
-            "awake": int(sum(figures["awake"])),
+            "early": int(sum(figures["early"])),
         }
         for stage, figures in per_stage.items()
     }
@@ -114,9 +115,12 @@ def render(figures: dict[str, Any] | None) -> list[str]:
             f"  {stage:9} {f['wake_ms']:8.3f} {f['claim_ms']:8.3f} {f['start_ms']:8.3f} "
             f"{f['end_ms']:8.3f} {f['commit_ms']:8.3f}"
         )
-    awake = [f"{stage} {f['awake']}/{f['riddles']}" for stage, f in figures["stages"].items()]
-    if any(f.get("awake") for f in figures["stages"].values()):
-        lines.append(f"  (trips whose agent was already awake, its wake-up 0: {', '.join(awake)})")
+    early = [f"{stage} {f['early']}/{f['riddles']}" for stage, f in figures["stages"].items()]
+    if any(f.get("early") for f in figures["stages"].values()):
+        lines.append(
+            "  (trips whose agent began its pass before the previous commit was flushed and "
+            f"logged, no wake-up wait: {', '.join(early)})"
+        )
     if figures.get("submit_ms") is not None:
         lines.append(
             f"  (the submit call itself {figures['submit_ms']:.3f} ms; from the last commit "

@@ -19,7 +19,7 @@ def test_no_figure_below_zero_and_marks_in_order(seed: int, count: int) -> None:
     """Marks up to 10 ms either side of the previous commit, drawn from `seed`."""
     draw = random.Random(seed)
     trips = [[[draw.uniform(-0.01, 0.01) for _ in MARKS] for _ in STAGES] for _ in range(count)]
-    traces, submitted, sent, awake = [], {}, {}, dict.fromkeys(STAGES, 0)
+    traces, submitted, sent, early = [], {}, {}, dict.fromkeys(STAGES, 0)
     for n, stages in enumerate(trips):
         riddle_id = f"r{n}"
         sent[riddle_id] = (100.0 * n, 100.0 * n + 50)
@@ -29,7 +29,7 @@ def test_no_figure_below_zero_and_marks_in_order(seed: int, count: int) -> None:
             base = previous + 0.005  # each mark near the previous stage's commit, either side
             marks = {mark: base + j for mark, j in zip(MARKS, jitter, strict=True)}
             marks["commit"] = max(marks.values()) + 0.001 * (index + 1)  # commits in order
-            awake[stage] += marks["wake"] < previous
+            early[stage] += marks["wake"] < previous
             traces.append({"id": riddle_id, "stage": stage, "fsyncs": 1, **marks})
             previous = marks["commit"]
     figures = breakdown(traces, submitted, [], sent)
@@ -37,6 +37,6 @@ def test_no_figure_below_zero_and_marks_in_order(seed: int, count: int) -> None:
     for stage, f in figures["stages"].items():
         row = [f[f"{mark}_ms"] for mark in MARKS]
         assert row[0] >= 0 and row == sorted(row), (stage, f)
-        assert f["awake"] == awake[stage]
+        assert f["early"] == early[stage]
     assert figures["submit_ms"] >= 0 and figures["seen_ms"] >= 0
     assert not any(" -" in line for line in render(figures))
