@@ -5,7 +5,8 @@ The command line is split like a shell would (`shlex`) but run without one; use
 object on stdout (empty output means `{}`). Exit 0: done; 65 (EX_DATAERR): the riddle
 cannot be handled, fail it now; anything else, a crash or a timeout: an error, retried.
 The command runs in its own process group, and the whole group is killed at the timeout,
-so a handler's own children cannot outlive it.
+so a handler's own children cannot outlive it; nor the agent that started it
+(`lifeline`).
 
 Its identity, which keys the extraction cache, is the command line and the content of the
 files it runs: the executable (found on PATH, or relative to the current directory) and
@@ -30,6 +31,7 @@ import orjson
 from riddlectl import inflight
 from riddlectl.document import codec as documents
 from riddlectl.errors import ConfigError, HandlerFailed, HandlerRefused, HandlerTimeout
+from riddlectl.handlers import lifeline
 from riddlectl.handlers.base import Job, file_digest
 from riddlectl.handlers.reply import parse_reply
 from riddlectl.identity import scratch_dir
@@ -66,6 +68,7 @@ class CommandHandler:
         else:
             here = str(job.spool_root.resolve())
         env.update(
+            lifeline.mark(),
             RIDDLE_ID=job.riddle.id or "",
             RIDDLE_SPOOL=here,
             RIDDLE_DATA=str(job.data_dir.resolve()),
@@ -91,12 +94,14 @@ class CommandHandler:
             )
         except OSError as exc:
             raise HandlerFailed(f"cannot run {self.argv[0]}: {exc.strerror}") from None
+        lifeline.hold(process.pid)  # its group dies with this process, however it dies
         try:
             with inflight.tracked(f"cmd:{self.command}", pgid=process.pid) as call:
                 out, err = self._communicate(process, call, documents.dumps(job.riddle), job)
         finally:
             if process.poll() is None:  # timed out, stopped, or interrupted: leave no orphan
                 _kill_group(process)
+            lifeline.let_go(process.pid)
         return self._answer(process.returncode, out, err)
 
     def _communicate(

@@ -189,6 +189,83 @@ def test_a_second_signal_stops_at_once_still_killing_the_groups(
     assert_given_back(cli, "hang-1", "hang-2")
 
 
+KILLED = {
+    "agent": AGENTS["agent"],
+    "run": AGENTS["run"],
+    # The second handler runs on a spare thread, added while the first hangs.
+    "agent-spare": AGENTS["agent"],
+    # The handler's child leaves its process group (and session) first.
+    "agent-escaped": ["agent", "solve", "--handler", "cmd:./escape.sh"],
+}
+ESCAPE = (
+    '#!/bin/sh\nsetsid sleep 100 &\necho $! >> "$ESCAPED"\necho $$ >> "$HANG_PGIDS"\nsleep 100\n'
+)
+
+
+@pytest.mark.parametrize("command", sorted(KILLED))
+def test_a_killed_agent_takes_its_handlers_and_their_children_with_it(
+    cli: Cli, tmp_path: Path, started: list, monkeypatch: pytest.MonkeyPatch, command: str
+) -> None:
+    """kill -9 of the agent: each handler (`sh`) and its children (`sleep`) are gone within
+    2 s, and so is whatever the agent kept to see to it; none is left under init to run
+    beside the agent that takes the riddle next."""
+    ids = ["hang-1", "hang-2"] if command == "agent-spare" else ["hang-1"]
+    submit_unextracted(cli, *ids)
+    (tmp_path / "escape.sh").write_text(ESCAPE)
+    (tmp_path / "escape.sh").chmod(0o755)
+    monkeypatch.setenv("ESCAPED", str(tmp_path / "escaped"))
+    agent = start_agent(cli, tmp_path, started, KILLED[command], grace="60")
+    pgids = wait_for_handlers(tmp_path, len(ids))
+    escaped = wait_for_escaped(tmp_path) if command == "agent-escaped" else []
+    for pgid in pgids:
+        assert len(group_members(pgid)) == 2  # sh and its sleep (the escaped one apart)
+    helpers = children(agent.pid)
+    agent.kill()
+    agent.wait()
+    try:
+        for pgid in pgids:
+            assert group_members_after_kill(pgid) == []
+        assert [pid for pid in [*helpers, *escaped] if alive_after(pid)] == []
+    finally:
+        for pid in escaped:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+
+def wait_for_escaped(tmp_path: Path) -> list[int]:
+    """The pid of the child that left its handler's group, once written."""
+    written = tmp_path / "escaped"
+    deadline = time.monotonic() + 30
+    while not (written.exists() and written.read_text().endswith("\n")):
+        assert time.monotonic() < deadline, "the child did not start"
+        time.sleep(0.02)
+    return [int(written.read_text())]
+
+
+def children(pid: int) -> list[int]:
+    """The live child processes of `pid`."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        with contextlib.suppress(OSError, IndexError):
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            if entry.name.isdigit() and int(fields[1]) == pid and fields[0] != "Z":
+                found.append(int(entry.name))
+    return found
+
+
+def alive_after(pid: int, within: float = 2.0) -> bool:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            return False
+        if state == "Z":
+            return False
+        time.sleep(0.05)
+    return True
+
+
 def test_a_python_handler_cannot_be_killed_and_is_abandoned(
     cli: Cli, tmp_path: Path, started: list
 ) -> None:
