@@ -28,6 +28,7 @@ import pytest
 
 from tests import pg
 from tests.conftest import Cli, example_doc
+from tests.pgserver import Throwaway
 from tests.web.conftest import start as serve
 
 pytestmark = pytest.mark.postgres
@@ -319,85 +320,6 @@ def test_an_administrator_ending_the_session_is_told_in_one_line(
 
 
 # -- a throwaway server, down and starting up -------------------------------------------------
-
-
-class Throwaway:
-    """A server of this module's own on a Unix socket, to stop, start as a standby that
-    is still starting up, and promote."""
-
-    def __init__(self, home: Path) -> None:
-        self.home = home
-        self.data = home / "data"
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.url = f"postgresql://postgres@/postgres?host={home}"
-        self.state = "up"
-
-    def first_start(self) -> None:
-        self.proc = pg.start(self.home, self._options())
-        self._wait_until_answering()
-
-    def _options(self) -> list[str]:
-        return ["-clisten_addresses=", f"-cunix_socket_directories={self.home}"]
-
-    def _wait_until_answering(self) -> None:
-        deadline = time.monotonic() + 60
-        while not pg.answers(self.url):
-            assert self.proc is not None and self.proc.poll() is None, "the server died"
-            assert time.monotonic() < deadline, "the server did not start"
-            time.sleep(0.1)
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGINT)
-            self.proc.wait(timeout=60)
-        self.state = "down"
-
-    def start(self, starting_up: bool = False, standby: bool = False) -> None:
-        """Start again; `starting_up`: as a standby that lets no one in (no hot standby,
-        no primary to follow), until `promote`; `standby`: as a hot standby, which
-        answers reads and refuses writes."""
-        self.stop()
-        signal_file = self.data / "standby.signal"
-        if starting_up or standby:
-            signal_file.touch()
-            os.chown(signal_file, self.data.stat().st_uid, self.data.stat().st_gid)
-        else:
-            signal_file.unlink(missing_ok=True)
-        postgres = pg.binary("postgres")
-        become = pg.as_postgres()
-        assert postgres and become is not None
-        options = [*self._options(), "-chot_standby=off"] if starting_up else self._options()
-        self.proc = subprocess.Popen(
-            [*become, postgres, "-D", str(self.data), "-cfsync=off", *options],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        if starting_up:
-            self._wait_until_refusing()
-            self.state = "starting up"
-        else:
-            self._wait_until_answering()
-            self.state = "hot standby" if standby else "up"
-
-    def _wait_until_refusing(self) -> None:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                psycopg.connect(self.url, connect_timeout=3).close()
-            except psycopg.OperationalError as exc:  # 57P03, not told on a connect
-                if "not accepting connections" in str(exc) or "starting up" in str(exc):
-                    return
-            assert time.monotonic() < deadline, "the server did not come to starting up"
-            time.sleep(0.1)
-
-    def promote(self) -> None:
-        pg_ctl, become = pg.binary("pg_ctl"), pg.as_postgres()
-        assert pg_ctl and become is not None
-        subprocess.run(
-            [*become, pg_ctl, "promote", "-D", str(self.data)], check=True, capture_output=True
-        )
-        self._wait_until_answering()
-        self.state = "up"
 
 
 OWN_SERVER = pg.own_server("faults")

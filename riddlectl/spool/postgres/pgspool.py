@@ -23,7 +23,7 @@ import psycopg
 
 from riddlectl.document.codec import Limits
 from riddlectl.document.ids import ID_RE
-from riddlectl.errors import ClaimLost, DuplicateId
+from riddlectl.errors import ClaimLost, DuplicateId, SpoolUnusable
 from riddlectl.identity import Actor
 from riddlectl.spool import agents as seats
 from riddlectl.spool.contract import (
@@ -88,6 +88,8 @@ class PgSpool(Reading, Spool):
         self._reaper_mutex = threading.Lock()
         self._stopping = threading.Event()  # ends the reaper's thread
         self.contended = 0  # SKIP LOCKED passes over rows being claimed: never waited on
+        self._owed: list[dict[str, Any]] = []  # releases the server refused, to tell again
+        self._owed_lock = threading.Lock()
 
     @property
     def name(self) -> str:
@@ -190,7 +192,25 @@ class PgSpool(Reading, Spool):
         if not claim.open:
             return
         claim.open = False
-        self.db.single(sql.RELEASE, {"id": claim.riddle.id, "token": claim.token})
+        with self._owed_lock:
+            self._owed.append({"id": claim.riddle.id, "token": claim.token})
+        self.settle()
+
+    def settle(self) -> None:
+        """Give back the claims whose release the server refused (read-only, full, a
+        statement timed out): kept here until it takes them, as nothing else would give
+        them back while this process and its holder lock live. A release is one
+        statement naming the claim's token, so telling it late, or twice, changes nothing
+        that another holder did meanwhile."""
+        with self._owed_lock:
+            owed, self._owed = self._owed, []
+        for index, release in enumerate(owed):
+            try:
+                self.db.single(sql.RELEASE, release)
+            except (SpoolUnusable, psycopg.Error):
+                with self._owed_lock:
+                    self._owed[:0] = owed[index:]
+                return
 
     def delete(self, claim: Claim) -> None:
         with self.db.transaction() as conn:
@@ -239,6 +259,8 @@ class PgSpool(Reading, Spool):
         now = time.time() if now is None else now
         if self._reaper is None:
             self._start_reaper()
+        if self._owed:
+            self.settle()
         self.inputs.read_if_due(queue)
         params = {"queue": queue.value, "now": now, "limit": limit, "begin_first": begin_first}
         rows = self.db.single(sql.CLAIM, params, hold=True)
@@ -303,6 +325,8 @@ class PgSpool(Reading, Spool):
         if time.monotonic() - self._reaped < every:
             return []
         self._reaped = time.monotonic()
+        if self._owed:
+            self.settle()
         with self.db.transaction(durable=False) as conn:
             freed = [(i, Queue(q)) for i, q in conn.execute(sql.REAP, self._me()).fetchall()]
             self._finish(conn, [queue for _, queue in freed])
@@ -408,6 +432,8 @@ class PgSpool(Reading, Spool):
     def disconnect(self) -> None:
         """Close the connection (claims still held are given back by the reaper)."""
         self._stopping.set()
+        if self._owed:
+            self.settle()
         self._extractions.disconnect()
         self.db.close()
 
