@@ -27,7 +27,7 @@ from riddlectl.document.codec import Limits
 from riddlectl.document.events import MAX_HISTORY, Event
 from riddlectl.document.ids import ID_RE
 from riddlectl.entries import shown
-from riddlectl.errors import DocumentTooLarge, DuplicateId, UnknownRiddle
+from riddlectl.errors import DocumentTooLarge, DuplicateId, RiddleError, UnknownRiddle
 from riddlectl.identity import Actor
 from riddlectl.spool.agents import Seat
 from riddlectl.spool.events import Committed, EventLog
@@ -60,6 +60,10 @@ class Claim:
     keep: bool = False
     # Its handling is marked begun already (`claim_and_begin`): `begin` need not be asked.
     begun: bool = False
+    # History entries this claim found (the attempt of an agent that died holding the
+    # riddle), in `riddle.history` and the event log, which only a commit stores: given
+    # back uncommitted, the claim stores them first (`Spool.keep_found`).
+    found: list[dict[str, Any]] = field(default_factory=list, repr=False)
 
 
 class DataPlace:
@@ -191,10 +195,11 @@ class Spool(abc.ABC):
 
     def log_abandoned(
         self, queue: Queue, riddle: Riddle, owner: dict[str, Any], count: int
-    ) -> None:
+    ) -> dict[str, Any]:
         """A claim found its holder dead (`owner`, its claim record; `count` such claims
         in a row): the event is logged now, and is the riddle's history entry of that
-        attempt, stored with the claimed document's next commit."""
+        attempt, stored with the claimed document's next commit (or, should the claim be
+        given back first, by `keep_found`); the entry."""
         from riddlectl.logbook import logger
 
         stage = STAGE_OF_INBOX.get(queue, queue.value)
@@ -212,6 +217,21 @@ class Spool(abc.ABC):
                 "in_a_row": count,
             },
         )
+        return logged
+
+    def keep_found(self, claim: Claim) -> None:
+        """Before `claim` is given back uncommitted: store the history entries it found
+        (`Claim.found`) with the document as it is stored, in the same queue, as nothing
+        else would (the next claim of the riddle finds no dead holder). Ends the claim
+        when stored; when the spool refuses the write, the claim is left to be given back,
+        and the entries are in the event log only."""
+        if not claim.open or not claim.found:
+            return
+        found, claim.found = claim.found, []
+        with contextlib.suppress(OSError, RiddleError):
+            riddle = self.reread(claim)
+            riddle.history = [*riddle.history, *found][-MAX_HISTORY:]
+            self.commit(claim, riddle, claim.queue)
 
     @property
     @abc.abstractmethod

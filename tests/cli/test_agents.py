@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 
 from tests.conftest import Cli, example_doc, submit_documents
@@ -207,3 +208,30 @@ def test_agents_are_aligned_newest_first_the_dead_first_one_shot_runs_folded(
         assert [a["id"] for a in listed[group]] == [a["id"] for a in listed_all[group]]
     assert sorted(bool(a["once"]) for a in listed["gone"]) == [False, False, True, True, True]
     assert len(listed["alive"]) == 1 and listed["alive"][0]["once"] is False
+
+
+SLOW_FIRST = '#!/bin/sh\ncase "$RIDDLE_ID" in slow*) sleep 2 ;; esac\necho \'{"solution": "1"}\'\n'
+
+
+def test_an_abandoned_attempt_stays_in_history_when_its_claim_is_given_back_first(
+    any_cli: Cli, helpers: Path, tmp_path: Path
+) -> None:
+    """The next agent finds `hang` abandoned, in one batch behind a riddle whose handler
+    is slow; it gives `hang` back for a spare thread of its own to take. The abandoned
+    attempt is in the riddle's history as it is in the event log."""
+    cli = any_cli
+    submit_documents(cli, example_doc(id="hang", status=SKIP_TO_SOLVE))
+    with hanging_agent(cli, helpers, tmp_path / "pids") as agent:
+        poll(cli, lambda a: bool(a["alive"] and a["alive"][0]["holds"]), 60)
+        agent.send_signal(signal.SIGKILL)
+    submit_documents(cli, example_doc(id="slow", status=SKIP_TO_SOLVE, priority=5))
+    (tmp_path / "slow-first").write_text(SLOW_FIRST)
+    (tmp_path / "slow-first").chmod(0o755)
+    ran = cli("run", "--once", "--stages", "solve", "--handler", "solve=cmd:./slow-first")
+    assert ran.code == 0, ran.err
+    events = [orjson.loads(line) for line in cli("events").out.splitlines()]
+    logged = [e for e in events if e["id"] == "hang" and e["outcome"] == "abandoned"]
+    history = orjson.loads(cli("show", "hang").out)["history"]
+    kept = [e for e in history if e["outcome"] == "abandoned"]
+    assert len(logged) == 1 and kept == logged, (logged, history)
+    assert cli("result", "hang").out == "1\n"

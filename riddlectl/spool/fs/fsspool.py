@@ -146,9 +146,8 @@ class FsSpool(Writing):
                 lock.release()
                 return None
             abandoned = 0  # the older copy's commit had completed: nothing was abandoned
-        if abandoned:
-            self.log_abandoned(queue, riddle, owner, abandoned)
-        return Claim(riddle, queue, abandoned, Token(lock, path))
+        found = [self.log_abandoned(queue, riddle, owner, abandoned)] if abandoned else []
+        return Claim(riddle, queue, abandoned, Token(lock, path), found=found)
 
     def handled(self, claim: Claim) -> None:
         claim.token.lock.clear_record()

@@ -152,6 +152,7 @@ class Writing(Intake):
         return [riddle for _, riddle, _ in stamped]
 
     def release(self, claim: Claim) -> None:
+        self.keep_found(claim)
         self._end_claim(claim)
 
     def _keep_claim(self, claim: Claim, stored: Riddle, to: Queue) -> None:
@@ -159,7 +160,7 @@ class Writing(Intake):
         record is left as it is: should this process die before handling it again, the
         record's rev, older than the stored one, tells that nothing was abandoned."""
         claim.keep = claim.begun = False  # its next stage is begun afresh
-        claim.riddle, claim.queue, claim.abandoned = stored, to, 0
+        claim.riddle, claim.queue, claim.abandoned, claim.found = stored, to, 0, []
         token: Token = claim.token
         token.path = self._file(to, stored.id or "")
 

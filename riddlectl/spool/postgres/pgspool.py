@@ -189,6 +189,7 @@ class PgSpool(Reading, Spool):
         return [riddle for _, riddle, _ in stamped]
 
     def release(self, claim: Claim) -> None:
+        self.keep_found(claim)
         if not claim.open:
             return
         claim.open = False
@@ -315,9 +316,10 @@ class PgSpool(Reading, Spool):
         riddle = self._parse(queue, riddle_id, doc)
         if riddle.data:  # its local copy of them comes next (`data_files`)
             self._copies.note_files(riddle_id, row[8] or {})
-        if abandoned:
-            self.log_abandoned(queue, riddle, dict(dead or {}), abandoned)
-        return Claim(riddle, queue, abandoned, token, begun=bool(row[9]))
+        found = (
+            [self.log_abandoned(queue, riddle, dict(dead or {}), abandoned)] if abandoned else []
+        )
+        return Claim(riddle, queue, abandoned, token, begun=bool(row[9]), found=found)
 
     def reap(self, every: float = 0.0) -> list[tuple[str, Queue]]:
         """Give back the claims of holders that are gone (at most once per `every` s);
