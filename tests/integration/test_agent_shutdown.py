@@ -8,6 +8,7 @@ import contextlib
 import os
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -323,3 +324,41 @@ def _catches_sigterm(pid: int) -> bool:
         if line.startswith("SigCgt:"):
             return bool(int(line.split()[1], 16) & (1 << (signal.SIGTERM - 1)))
     return False
+
+
+def test_a_process_exiting_while_threads_commit_leaves_no_temp_files(
+    tmp_path: Path, helpers: Path
+) -> None:
+    """Daemon threads go on committing while the process exits: whatever they staged or
+    recycled is removed all the same (ten exits at varied moments)."""
+    script = str(helpers / "exit_while_committing.py")
+    for attempt in range(10):
+        spool = tmp_path / f"spool{attempt}"
+        done = subprocess.run(
+            [sys.executable, script, str(spool), f"{0.1 + attempt * 0.05:.2f}"],
+            capture_output=True,
+            timeout=60,
+        )
+        # (Its exit status is the interpreter's affair: daemon threads caught by the
+        # interpreter's end may crash it, after the files are seen to.)
+        left = sorted(p.name for p in (spool / "tmp").iterdir())
+        assert left == [], (attempt, done.returncode, done.stderr.decode()[-800:])
+
+
+def test_a_standalone_agent_stopped_again_and_again_leaves_no_temp_files(cli: Cli) -> None:
+    """Started under work and SIGTERM'd, three times: `doctor` finds nothing each time."""
+    docs = [{"id": f"w{i:04}", "riddle": {"question": "x * y ="}} for i in range(1000)]
+    submitted = cli("submit", "-", input=b"\n".join(orjson.dumps(d) for d in docs))
+    assert submitted.code == 0, submitted.err
+    for attempt in range(3):
+        agent = cli.popen("agent", "extract")
+        deadline = time.monotonic() + 60
+        while not _catches_sigterm(agent.pid):
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        time.sleep(0.5 + attempt * 0.3)  # at work meanwhile
+        agent.send_signal(signal.SIGTERM)
+        _, err = agent.communicate(timeout=60)
+        assert agent.returncode == 0, err
+        doctor = cli("doctor")
+        assert doctor.code == 0, (attempt, doctor.out, os.listdir(cli.spool / "tmp"))

@@ -10,12 +10,18 @@ the temp directory first, where the next `write` of this process overwrites and 
 names carry host and pid, so the spares of a dead process are swept like any leftover; a
 process removes its own when it exits. Only a file with no other name is reused: writing
 into one that is also linked elsewhere (a drop-in made with `ln`) would change that file.
+
+"Its own" is every temp file the process made and has not renamed or removed yet, spares
+and writes under way alike, whichever thread made them: daemon threads go on running
+while a process exits, so once its exit has begun no thread makes another (a write
+fails, a recycled file is removed instead of kept).
 """
 
 from __future__ import annotations
 
 import atexit
 import contextlib
+import errno
 import functools
 import itertools
 import os
@@ -34,8 +40,10 @@ NAME_MAX = 255  # bytes of a file name, on the file systems Linux commonly has
 
 _counter = itertools.count()
 _spares: dict[str, list[str]] = {}
-_spares_lock = threading.Lock()
+_spares_lock = threading.Lock()  # guards the spares, `_own` and `_exiting`
 _spares_pid = os.getpid()
+_own: set[str] = set()  # temp files of this process not yet renamed or removed
+_exiting = False  # this process is exiting: no thread makes another temp file
 _discarding_at_exit = False
 
 
@@ -74,10 +82,15 @@ def fsync_dir(directory: Path | str) -> None:
 
 
 def _pool(tmp_dir: str) -> list[str]:
-    global _spares, _spares_pid
-    if _spares_pid != os.getpid():  # a forked child must not reuse its parent's files
-        _spares, _spares_pid = {}, os.getpid()
+    _forget_if_forked()
     return _spares.setdefault(tmp_dir, [])
+
+
+def _forget_if_forked() -> None:
+    """A forked child must not reuse, nor remove, its parent's files."""
+    global _spares, _spares_pid, _own
+    if _spares_pid != os.getpid():
+        _spares, _spares_pid, _own = {}, os.getpid(), set()
 
 
 def _take_spare(tmp_dir: str) -> str | None:
@@ -94,23 +107,26 @@ def recycle(path: Path | str, tmp_dir: Path | str) -> None:
     """
     tmp_dir = str(tmp_dir)
     spare = os.path.join(tmp_dir, tmp_name("spare"))
+    _discard_at_exit()
     with _spares_lock:
-        full = len(_pool(tmp_dir)) >= SPARES_KEPT
-    try:
-        if not full:
+        kept = not _exiting and len(_pool(tmp_dir)) < SPARES_KEPT
+        if kept:
             # link + unlink rather than rename: a rename out of an inbox is an inotify
             # IN_MOVED_FROM, which watchdog holds back for 0.5 s to pair it, delaying every
             # event behind it; an unlink is delivered at once.
-            with contextlib.suppress(OSError):
+            try:
                 os.link(path, spare, follow_symlinks=False)
+                _own.add(spare)
+            except OSError:
+                kept = False
+    # Already gone: the spare, if made, is then a file no one else names.
+    with contextlib.suppress(FileNotFoundError):
         os.unlink(path)
-    except FileNotFoundError:
-        return
-    if full or not _only_name(spare):
+    if not kept or not _only_name(spare):
         return
     with _spares_lock:
-        _pool(tmp_dir).append(spare)
-    _discard_at_exit()
+        if spare in _own:  # not removed by an exit meanwhile
+            _pool(tmp_dir).append(spare)
 
 
 def _only_name(spare: str) -> bool:
@@ -122,16 +138,17 @@ def _only_name(spare: str) -> bool:
         return False
     if stat.S_ISREG(info.st_mode) and info.st_nlink == 1:
         return True
-    _unlink(spare)
+    _remove_own(spare)
     return False
 
 
 def _discard_at_exit() -> None:
-    """Have this process's spares removed when it exits, so that a command leaves none."""
+    """Have this process's temp files removed when it exits, so that a command leaves
+    none."""
     global _discarding_at_exit
     if not _discarding_at_exit:
         _discarding_at_exit = True
-        atexit.register(discard_spares)
+        atexit.register(_remove_all_own)
 
 
 def discard_spares() -> None:
@@ -140,7 +157,45 @@ def discard_spares() -> None:
         pools = list(_pool(d) for d in list(_spares))
         for pool in pools:
             while pool:
-                _unlink(pool.pop())
+                spare = pool.pop()
+                _own.discard(spare)
+                _unlink(spare)
+
+
+def _remove_all_own() -> None:
+    """At exit: remove every temp file of this process, and make no more."""
+    global _exiting
+    with _spares_lock:
+        _exiting = True
+        _forget_if_forked()
+        for path in _own:
+            _unlink(path)
+        _own.clear()
+        _spares.clear()
+
+
+def _create(tmp: str) -> int:
+    """Open a new temp file of this process (registered as its own)."""
+    _discard_at_exit()
+    with _spares_lock:
+        if _exiting:
+            raise OSError(errno.ESHUTDOWN, "the process is exiting", tmp)
+        _forget_if_forked()
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+        _own.add(tmp)
+    return fd
+
+
+def _remove_own(path: str) -> None:
+    with _spares_lock:
+        _own.discard(path)
+    _unlink(path)
+
+
+def _disown(path: str) -> None:
+    """`path` was renamed into place: no longer a temp file of this process."""
+    with _spares_lock:
+        _own.discard(path)
 
 
 def write(
@@ -202,7 +257,11 @@ def publish(
             dest = str(dest)
             tmp = _take_spare(tmp_dir) or os.path.join(tmp_dir, tmp_name(os.path.basename(dest)))
             # No O_TRUNC: truncating a spare's blocks cost 300 µs here, overwriting them 16 µs.
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+            try:
+                fd = _create(tmp)
+            except BaseException:
+                _remove_own(tmp)  # a spare taken, or nothing
+                raise
             staged.append((fd, tmp, dest))
             written = 0
             while written < len(data):
@@ -217,7 +276,7 @@ def publish(
     except BaseException:
         for fd, tmp, _ in staged:
             os.close(fd)
-            _unlink(tmp)
+            _remove_own(tmp)
         raise
     for fd, _, _ in staged:
         os.close(fd)
@@ -226,8 +285,9 @@ def publish(
             os.rename(tmp, dest)
         except BaseException:
             for _, left, _ in staged[index:]:
-                _unlink(left)
+                _remove_own(left)
             raise
+        _disown(tmp)
     check("renamed")
     if not durable:
         return []
