@@ -1,25 +1,35 @@
 """Chaos: agents killed with SIGKILL at random moments, again and again, while riddles
 flow through all four stages. Every riddle must end in done/ exactly once, right.
 
-The CI run is short (fixed seed, bounded time); the long one is behind the `chaos` marker:
-`.venv/bin/python -m pytest -m chaos`.
+On PostgreSQL the server of the test's own (`tests.pgserver`) is also made read-only,
+ends the agents' sessions, cancels their statements, restarts and crashes, at random
+moments between the kills; once the chaos stops, every riddle must be final within a
+bound, moved by the agents running then, still running (not by a `run --once` after).
+
+The CI runs are short (fixed seed, bounded time); the long ones are behind the `chaos`
+marker: `.venv/bin/python -m pytest -m chaos`.
 """
 
 from __future__ import annotations
 
 import os
 import random
+import shutil
 import signal
 import subprocess
+import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import orjson
+import psycopg
 import pytest
 
 from riddlectl.spool import open_spool
 from riddlectl.spool.states import Queue
-from tests.conftest import Cli, spool_findings
+from tests import pg, pgserver
+from tests.conftest import ROOT, Cli, spool_findings
 
 STAGES = ("extract", "solve", "validate", "manage")
 
@@ -71,13 +81,10 @@ class Swarm:
                 proc.wait(timeout=60)
 
 
-def chaos_run(
-    cli: Cli, helpers: Path, riddles: int, per_stage: int, seconds: float, seed: int
-) -> None:
-    rng = random.Random(seed)
+def submit(cli: Cli, riddles: int) -> list[dict[str, object]]:
     for k in range(20):
         (cli.data / f"chaos{k}.txt").write_text(f"a = {k}\nb = {k + 1}\n")
-    docs = [
+    docs: list[dict[str, object]] = [
         {
             "id": f"k{i:04}",
             "riddle": {"question": "a * b ="},
@@ -86,6 +93,23 @@ def chaos_run(
         for i in range(riddles)
     ]
     assert cli("submit", "-", input=orjson.dumps(docs)).code == 0
+    return docs
+
+
+def assert_all_done_right(cli: Cli, docs: list[dict[str, object]]) -> None:
+    for doc in docs:
+        assert homes(cli, str(doc["id"])) == ["done"], (doc["id"], homes(cli, str(doc["id"])))
+    results = cli("result", *(str(doc["id"]) for doc in docs)).out.splitlines()
+    expected = [f"{doc['id']}\t{(i % 20) * (i % 20 + 1)}" for i, doc in enumerate(docs)]
+    assert results == expected
+    assert spool_findings(cli) == []
+
+
+def chaos_run(
+    cli: Cli, helpers: Path, riddles: int, per_stage: int, seconds: float, seed: int
+) -> None:
+    rng = random.Random(seed)
+    docs = submit(cli, riddles)
     swarm = Swarm(cli, per_stage, helpers)
     swarm.start_all()
     deadline = time.monotonic() + seconds
@@ -99,12 +123,7 @@ def chaos_run(
     print(f"chaos: {riddles} riddles, {per_stage} agent(s) per stage, {swarm.kills} kill -9")
     finish = cli("run", "--once", timeout=300, env={"PYTHONPATH": str(helpers)})
     assert finish.code == 0, finish.err
-    for doc in docs:
-        assert homes(cli, doc["id"]) == ["done"], (doc["id"], homes(cli, doc["id"]))
-    results = cli("result", *(doc["id"] for doc in docs)).out.splitlines()
-    expected = [f"{doc['id']}\t{(i % 20) * (i % 20 + 1)}" for i, doc in enumerate(docs)]
-    assert results == expected
-    assert spool_findings(cli) == []
+    assert_all_done_right(cli, docs)
 
 
 def done(cli: Cli) -> int:
@@ -132,13 +151,109 @@ def test_chaos_long(cli: Cli, helpers: Path, per_stage: int) -> None:
     chaos_run(cli, helpers, riddles=1000, per_stage=per_stage, seconds=240, seed=per_stage)
 
 
-def test_chaos_short_on_postgresql(pg_cli: Cli, helpers: Path) -> None:
-    """200 riddles, two agents per stage, kill -9 at random for 20 s, then the rest."""
-    chaos_run(pg_cli, helpers, riddles=200, per_stage=2, seconds=20, seed=7)
+# -- PostgreSQL: kills and the server's faults, then liveness ---------------------------------
+
+# The server's faults, each for 1-3 s (`tests.pgserver.SPELLS`), dealt from a shuffled
+# deck, so that every kind comes in a run of any length; 1-3 kills between two of them.
+FAULTS = ("read-only", "terminated", "statement-timeout", "restart", "crash")
+# Seconds for every riddle to be final once the chaos stops: the agents' back-off after a
+# fault (30 s at most) and what is left, at about 10 riddles a second.
+LIVENESS_BOUND = 120.0
 
 
+@pytest.fixture(scope="module")
+def server() -> Iterator[pgserver.Throwaway]:
+    if pg.as_postgres() is None or not pg.binary("initdb") or not pg.binary("pg_ctl"):
+        pytest.skip("needs PostgreSQL's server (initdb, postgres, pg_ctl) and a postgres user")
+    home = Path(tempfile.mkdtemp(prefix="riddlectl-chaos-"))
+    home.chmod(0o755)
+    made = pgserver.Throwaway(home)
+    try:
+        made.first_start()
+        yield made
+    finally:
+        made.stop()
+        shutil.rmtree(home, ignore_errors=True)
+
+
+def pg_chaos_run(
+    server: pgserver.Throwaway,
+    tmp_path: Path,
+    helpers: Path,
+    riddles: int,
+    per_stage: int,
+    seconds: float,
+    seed: int,
+) -> None:
+    rng = random.Random(seed)
+    data = tmp_path / "data"
+    shutil.copytree(ROOT / "data" / "share", data)
+    cli = Cli(pg.with_schema(server.url, f"chaos_{seed}"), data)
+    assert cli("init").code == 0
+    docs = submit(cli, riddles)
+    swarm = Swarm(cli, per_stage, helpers)
+    swarm.start_all()
+    met = dict.fromkeys(FAULTS, 0)
+    deck: list[str] = []
+    started = time.monotonic()
+    try:
+        while time.monotonic() - started < seconds and final_count(server, cli) < riddles:
+            for _ in range(rng.randint(1, 3)):
+                time.sleep(rng.uniform(0.1, 0.6))
+                swarm.kill_one(rng)
+            if not deck:
+                deck = rng.sample(FAULTS, len(FAULTS))
+            fault = deck.pop()
+            pgserver.SPELLS[fault](server, rng.uniform(1.0, 3.0))
+            met[fault] += 1
+        chaos = time.monotonic() - started
+        # Liveness: no more faults; the agents running now finish every riddle.
+        running = list(swarm.procs)
+        bound = time.monotonic() + LIVENESS_BOUND
+        while (left := riddles - final_count(server, cli)) > 0:
+            assert time.monotonic() < bound, f"{left} riddle(s) not final {LIVENESS_BOUND} s on"
+            assert all(p is not None and p.poll() is None for p in running), "an agent exited"
+            time.sleep(0.25)
+        settled = time.monotonic() - started - chaos
+    finally:
+        swarm.stop()
+    print(
+        f"chaos on PostgreSQL: {riddles} riddles, {per_stage} agent(s) per stage, "
+        f"{chaos:.0f} s of chaos: {swarm.kills} kill -9, faults {met}; "
+        f"every riddle final {settled:.1f} s after"
+    )
+    assert swarm.kills > 0 and min(met.values()) > 0, met
+    assert_all_done_right(cli, docs)
+
+
+def final_count(server: pgserver.Throwaway, cli: Cli) -> int:
+    """Riddles in done/ or failed/, read straight from the table (0 while the server is
+    down or refusing)."""
+    schema = str(cli.spool).rsplit("schema=", 1)[1]
+    try:
+        with server.admin() as conn:
+            row = conn.execute(
+                f"SELECT count(*) FROM \"{schema}\".riddles WHERE queue IN ('done', 'failed')"
+            ).fetchone()
+    except psycopg.Error:
+        return 0
+    return int(row[0]) if row else 0
+
+
+@pytest.mark.postgres
+@pg.own_server("chaos")
+@pytest.mark.timeout(600)
+def test_chaos_short_on_postgresql(
+    server: pgserver.Throwaway, tmp_path: Path, helpers: Path
+) -> None:
+    """200 riddles, two agents per stage, 25 s of kill -9 and server faults at random."""
+    pg_chaos_run(server, tmp_path, helpers, riddles=200, per_stage=2, seconds=25, seed=7)
+
+
+@pytest.mark.postgres
+@pg.own_server("chaos")
 @pytest.mark.chaos
 @pytest.mark.timeout(900)
-def test_chaos_on_postgresql(pg_cli: Cli, helpers: Path) -> None:
-    """200 riddles, two agents per stage on one PostgreSQL spool, kill -9 at random."""
-    chaos_run(pg_cli, helpers, riddles=200, per_stage=2, seconds=240, seed=14)
+def test_chaos_on_postgresql(server: pgserver.Throwaway, tmp_path: Path, helpers: Path) -> None:
+    """400 riddles, two agents per stage, 240 s of kill -9 and server faults at random."""
+    pg_chaos_run(server, tmp_path, helpers, riddles=400, per_stage=2, seconds=240, seed=14)
