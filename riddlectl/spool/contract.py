@@ -354,9 +354,10 @@ class Spool(abc.ABC):
 
     @abc.abstractmethod
     def release(self, claim: Claim) -> None:
-        """Give a claim back without changing the document. It cannot fail for want of
-        the spool: one that cannot be told now (a database that refuses writes for a
-        while) is given back as soon as it can be, or when this process ends."""
+        """Give a claim back without changing the document (but for the history entries
+        it found, stored first: `keep_found`). It cannot fail for want of the spool: one
+        that cannot be told now (a database that refuses writes for a while) is given
+        back as soon as it can be, or when this process ends."""
 
     @abc.abstractmethod
     def find(self, riddle_id: str) -> tuple[Queue, Riddle] | None:

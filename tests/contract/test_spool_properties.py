@@ -267,9 +267,17 @@ class SpoolMachine(RuleBasedStateMachine):
         elif how == "crash" and self.is_fs:
             self._die(riddle_id)
         else:
-            self.owner[riddle_id].release(self.held.pop(riddle_id))
+            self._release(riddle_id)
             self.begun.discard(riddle_id)
             self.streak[riddle_id] = None  # the contract leaves the count after it open
+
+    def _release(self, riddle_id: str) -> None:
+        """Give a held claim back: the document is unchanged, unless the claim found an
+        abandoned attempt, whose history entry it stores first (one commit more)."""
+        claim = self.held.pop(riddle_id)
+        if claim.found:
+            self.rev[riddle_id] += 1
+        self.owner[riddle_id].release(claim)
 
     def _commit(self, riddle_id: str, to: Queue, error: str | None = None) -> None:
         claim = self.held.pop(riddle_id)
@@ -336,7 +344,7 @@ class SpoolMachine(RuleBasedStateMachine):
         """Any claim of an id resolves a duplicate: exactly one copy is left after."""
         riddle_id = data.draw(st.sampled_from(self.free()))
         self.took(self.spool.claim_id(riddle_id, wait=0))
-        self.spool.release(self.held.pop(riddle_id))
+        self._release(riddle_id)
         self.streak[riddle_id] = None
         assert self.copies(riddle_id) == [self.queue[riddle_id]]
 
