@@ -39,6 +39,10 @@ class RiddleError(Exception):
         place = ": ".join(p for p in (self.where, self.field) if p)
         return f"{place}: {self.message}" if place else self.message
 
+    def lines(self) -> list[str]:
+        """What a user is told, one line each (one for most errors)."""
+        return [str(self)]
+
 
 class InvalidDocument(RiddleError):
     """A document that is not a valid riddle (bad JSON, wrong type, bad id, bad answer)."""
@@ -54,6 +58,18 @@ class DuplicateId(RiddleError):
 
 class UnknownRiddle(RiddleError):
     exit_code = ExitCode.UNKNOWN_ID
+
+
+class UnknownRiddles(UnknownRiddle):
+    """Several ids the spool does not have, found by one look at all of them: each is
+    reported on a line of its own (`lines`)."""
+
+    def __init__(self, each: Sequence[UnknownRiddle]):
+        self.each = list(each)
+        super().__init__(self.each[0].message, where=self.each[0].where)
+
+    def lines(self) -> list[str]:
+        return [str(exc) for exc in self.each]
 
 
 class WaitTimeout(RiddleError):

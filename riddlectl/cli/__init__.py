@@ -1,5 +1,16 @@
 """The command line: thin typer modules over the library."""
 
-from riddlectl.cli.app import main
+from __future__ import annotations
+
+
+def main() -> None:
+    """The `riddlectl` command. Ctrl-C while its modules load ends it as Ctrl-C ends any
+    command (exit 130), not with a traceback of the import it interrupted."""
+    try:
+        from riddlectl.cli.app import main as run
+    except KeyboardInterrupt:
+        raise SystemExit(130) from None
+    run()
+
 
 __all__ = ["main"]

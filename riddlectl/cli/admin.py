@@ -37,7 +37,12 @@ def _acting(ctx: typer.Context, command: str) -> Any:
 
 
 IdsArg = Annotated[
-    list[str] | None, typer.Argument(help="Riddle ids (- reads them from stdin).", metavar="ID")
+    list[str] | None,
+    typer.Argument(help="Riddle ids (- reads them from stdin).", metavar="ID..."),
+]
+# Commands that act on ids are given at least one (or `-`): none is a usage error, exit 2.
+NeededIdsArg = Annotated[
+    list[str], typer.Argument(help="Riddle ids (- reads them from stdin).", metavar="ID...")
 ]
 
 
@@ -77,7 +82,8 @@ def retry(
     ids: IdsArg = None,
     failed: Annotated[bool, typer.Option("--failed", help="Every failed riddle.")] = False,
     from_step: Annotated[
-        str | None, typer.Option("--from", help="Start again at extract, solve or validate.")
+        str | None,
+        typer.Option("--from", help="Start again at extract, solve or validate.", metavar="STEP"),
     ] = None,
     reset_trials: Annotated[
         bool, typer.Option("--reset-trials", help="Set status.trial to 0.")
@@ -91,7 +97,7 @@ def retry(
         )
     pipeline = _acting(ctx, "retry")
     wanted = read_ids(ids or [])
-    if failed or not wanted:
+    if failed or not ids:  # `-` that reads no ids acts on none, not on every failed one
         wanted += [i for i in admin.failed_ids(pipeline) if i not in wanted]
     _each(
         pipeline,
@@ -103,40 +109,41 @@ def retry(
 
 @app.command()
 @guarded
-def hold(ctx: typer.Context, ids: IdsArg = None) -> None:
-    """Park riddles in hold/."""
+def hold(ctx: typer.Context, ids: NeededIdsArg) -> None:
+    """Park riddles in hold/ (one already held stays held)."""
     pipeline = _acting(ctx, "hold")
-    _each(pipeline, "hold", read_ids(ids or []), lambda i: f"{i}\t{admin.hold(pipeline, i).value}")
+    _each(pipeline, "hold", read_ids(ids), lambda i: f"{i}\t{admin.hold(pipeline, i).value}")
 
 
 @app.command()
 @guarded
-def release(ctx: typer.Context, ids: IdsArg = None) -> None:
-    """Put held riddles back where they were."""
+def release(ctx: typer.Context, ids: NeededIdsArg) -> None:
+    """Put held riddles back where they were (one not held stays where it is)."""
     pipeline = _acting(ctx, "release")
     _each(
         pipeline,
         "release",
-        read_ids(ids or []),
+        read_ids(ids),
         lambda i: f"{i}\t{admin.release(pipeline, i).value}",
     )
 
 
 @app.command()
 @guarded
-def cancel(ctx: typer.Context, ids: IdsArg = None) -> None:
-    """Move riddles and their sub-riddles to failed/ with error `cancelled`."""
+def cancel(ctx: typer.Context, ids: NeededIdsArg) -> None:
+    """Move riddles and their sub-riddles to failed/ with error `cancelled` (one already
+    final stays as it is)."""
     pipeline = _acting(ctx, "cancel")
-    _each(
-        pipeline, "cancel", read_ids(ids or []), lambda i: "\n".join(admin.cancel(pipeline, i)) or i
-    )
+    _each(pipeline, "cancel", read_ids(ids), lambda i: "\n".join(admin.cancel(pipeline, i)) or i)
 
 
 @app.command()
 @guarded
 def purge(
     ctx: typer.Context,
-    older_than: Annotated[str, typer.Option(help="Age such as 7d, 12h, 30m, 90s.")],
+    older_than: Annotated[
+        str, typer.Option(help="Age such as 7d, 12h, 30m, 90s.", metavar="DURATION")
+    ],
     done: Annotated[bool, typer.Option("--done", help="Purge done/.")] = False,
     failed: Annotated[bool, typer.Option("--failed", help="Purge failed/.")] = False,
 ) -> None:
@@ -210,10 +217,17 @@ def _verdict(problems: int, warnings: int) -> str:
 @guarded
 def copy_spool(
     ctx: typer.Context,
-    target: Annotated[str, typer.Option("--to", help="The spool to copy into (made if need be).")],
+    target: Annotated[
+        str,
+        typer.Option("--to", help="The spool to copy into (made if need be).", metavar="SPOOL"),
+    ],
     source: Annotated[
         str | None,
-        typer.Option("--from", help="The spool to copy (a directory or URL; default: --spool)."),
+        typer.Option(
+            "--from",
+            help="The spool to copy (a directory or URL; default: --spool).",
+            metavar="SPOOL",
+        ),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the counts as JSON.")] = False,
 ) -> None:

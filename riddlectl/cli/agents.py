@@ -12,6 +12,7 @@ from riddlectl.agent.supervisor import RunSummary
 from riddlectl.agent.supervisor import run as run_agents
 from riddlectl.cli import logs
 from riddlectl.cli.common import (
+    Signals,
     command_group,
     emit_json,
     fail,
@@ -64,12 +65,20 @@ def _own_stage(stage: str, values: list[str]) -> tuple[str, ...]:
 
 TimeoutOpt = Annotated[
     float | None,
-    typer.Option(help="Seconds per handler call.", envvar=ENV_VARS["timeout"], show_default="60"),
+    typer.Option(
+        help="Seconds per handler call.",
+        envvar=ENV_VARS["timeout"],
+        show_default="60",
+        metavar="SECONDS",
+    ),
 ]
 AttemptsOpt = Annotated[
     int | None,
     typer.Option(
-        help="Attempts per stage in all.", envvar=ENV_VARS["max_attempts"], show_default="3"
+        help="Attempts per stage in all.",
+        envvar=ENV_VARS["max_attempts"],
+        show_default="3",
+        metavar="N",
     ),
 ]
 TrialsOpt = Annotated[
@@ -78,6 +87,7 @@ TrialsOpt = Annotated[
         help="Trials before a rejected riddle fails.",
         envvar=ENV_VARS["max_trials"],
         show_default="3",
+        metavar="N",
     ),
 ]
 LogLevelOpt = Annotated[
@@ -117,13 +127,16 @@ def run(
     once: Annotated[
         bool, typer.Option("--once", help="Work until nothing can move, then exit.")
     ] = False,
-    stages: Annotated[str, typer.Option(help="Comma-separated stages to run.")] = ",".join(STAGES),
+    stages: Annotated[
+        str, typer.Option(help="Comma-separated stages to run.", metavar="STAGES")
+    ] = ",".join(STAGES),
     handler: Annotated[
         list[str] | None,
         typer.Option(
             "--handler",
             help="STAGE=HANDLER (repeatable, in order): a built-in, module:attr, "
             "cmd:COMMAND, http:URL (or a bare http://… URL) or openai:MODEL.",
+            metavar="STAGE=HANDLER",
         ),
     ] = None,
     concurrency: ConcurrencyOpt = None,
@@ -161,7 +174,8 @@ def run(
     if once:
         runtime.open_spool(settings, create=False, writable=True)
     quiet_watchdog()
-    stop, hurry = stop_on_signals()
+    signals = stop_on_signals()
+    stop, hurry = signals.stop, signals.hurry
     if quiet or as_json or not sys.stdout.isatty():
         summary = run_agents(
             settings,
@@ -177,6 +191,7 @@ def run(
         from riddlectl.cli.progress import RunProgress
 
         if not once and not await_spool(settings, stop):  # the bar needs the spool
+            signals.exit_if_interrupted()
             raise typer.Exit(0)  # stopped while waiting for it
         with RunProgress(runtime.open_spool(settings, create=False)) as progress:
             summary = run_agents(
@@ -189,7 +204,7 @@ def run(
                 on_tick=progress.update,
                 handlers=handlers,
             )
-    _finish(summary, quiet, as_json, once)
+    _finish(summary, quiet, as_json, once, signals)
 
 
 @app.command()
@@ -206,6 +221,7 @@ def agent(
             help="Handler for this stage, as HANDLER or STAGE=HANDLER (repeatable, in "
             "order): a built-in, module:attr, cmd:COMMAND, http:URL (or a bare http://… "
             "URL) or openai:MODEL.",
+            metavar="HANDLER",
         ),
     ] = None,
     concurrency: ConcurrencyOpt = None,
@@ -236,21 +252,23 @@ def agent(
     if once:
         runtime.open_spool(settings, create=False, writable=True)
     quiet_watchdog()
-    stop, hurry = stop_on_signals()
+    signals = stop_on_signals()
     summary = run_agents(
         settings,
         (stage,),
         once=once,
         concurrency=concurrency,
-        stop=stop,
-        hurry=hurry,
+        stop=signals.stop,
+        hurry=signals.hurry,
         name="agent",
         handlers=loaded,
     )
-    _finish(summary, quiet=not once, as_json=False, once=once)
+    _finish(summary, quiet=not once, as_json=False, once=once, signals=signals)
 
 
-def _finish(summary: RunSummary, quiet: bool, as_json: bool, once: bool) -> None:
+def _finish(summary: RunSummary, quiet: bool, as_json: bool, once: bool, signals: Signals) -> None:
+    """The summary, then the exit status: 130 after Ctrl-C, else 1 when a riddle of a
+    --once run failed."""
     if as_json:
         emit_json(summary.as_dict())
     elif not quiet:
@@ -258,5 +276,6 @@ def _finish(summary: RunSummary, quiet: bool, as_json: bool, once: bool) -> None
             f"{summary.done_count} done, {summary.failed_count} failed, {summary.held} held, "
             f"{summary.handled} hand-offs in {summary.seconds:.1f} s"
         )
+    signals.exit_if_interrupted()
     if once and summary.failed_count:
         raise typer.Exit(int(ExitCode.FAILED))

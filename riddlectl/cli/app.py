@@ -17,9 +17,8 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from typer.core import TyperGroup
 
-from riddlectl.cli.common import quiet_stdout
+from riddlectl.cli.common import INTERRUPTED, Group, quiet_stdout
 from riddlectl.errors import ExitCode
 from riddlectl.settings import CONFIG_VAR, ENV_VARS
 
@@ -53,7 +52,7 @@ COMMANDS: dict[str, str] = {
 }
 
 
-class LazyGroup(TyperGroup):
+class LazyGroup(Group):
     """The root command's group: a command's module is imported, and the command built,
     when it is first asked for (to run it, to show its help, to complete it).
 
@@ -166,8 +165,8 @@ def main(argv: list[str] | None = None) -> None:
         code = app(args=argv, prog_name="riddlectl", standalone_mode=False)
     except typer.TyperException as exc:  # click's usage errors (bad option, missing argument)
         code = usage_error(exc)
-    except typer.Abort:  # end of input at a prompt
-        code = 130
+    except (typer.Abort, KeyboardInterrupt):  # Ctrl-C (click turns it into Abort)
+        code = INTERRUPTED
     except BrokenPipeError:
         quiet_stdout()
         code = 0

@@ -24,18 +24,23 @@ class BenchMode(StrEnum):
 def bench(
     ctx: typer.Context,
     riddles: Annotated[
-        int, typer.Option(help="Generated riddles for the throughput run.", min=1)
+        int, typer.Option(help="Generated riddles for the throughput run.", min=1, metavar="N")
     ] = 2000,
     latency_riddles: Annotated[
         int,
-        typer.Option(help="Riddles sent one at a time for the latency run (p50, p99).", min=1),
+        typer.Option(
+            help="Riddles sent one at a time for the latency run (p50, p99).", min=1, metavar="N"
+        ),
     ] = 100,
-    agents_per_stage: Annotated[int, typer.Option(help="Agent processes per stage.", min=1)] = 1,
+    agents_per_stage: Annotated[
+        int, typer.Option(help="Agent processes per stage.", min=1, metavar="N")
+    ] = 1,
     no_fsync: Annotated[bool, typer.Option("--no-fsync", help="Writes without fsync.")] = False,
     mode: Annotated[
         BenchMode,
         typer.Option(
-            help="agents: one `agent` process per stage; run: every stage in one `run` process."
+            help="agents: one `agent` process per stage; run: every stage in one `run` process.",
+            metavar="MODE",
         ),
     ] = BenchMode.agents,
     rounds: Annotated[
@@ -43,6 +48,7 @@ def bench(
         typer.Option(
             help="With --peers: riddlectl's run and the peers' in turn, this many times.",
             min=1,
+            metavar="N",
         ),
     ] = 2,
     pause: Annotated[
@@ -51,14 +57,17 @@ def bench(
             help="With --peers: seconds between one run and the next, so that the files "
             "one run deleted do not slow the next one's flushes.",
             min=0,
+            metavar="SECONDS",
         ),
     ] = 30.0,
     status_riddles: Annotated[
-        int, typer.Option(help="Also time `status` over a spool this large.", min=0)
+        int, typer.Option(help="Also time `status` over a spool this large.", min=0, metavar="N")
     ] = 0,
     submit_riddles: Annotated[
         int,
-        typer.Option(help="Also time one `submit -` of this many riddles (JSON Lines).", min=0),
+        typer.Option(
+            help="Also time one `submit -` of this many riddles (JSON Lines).", min=0, metavar="N"
+        ),
     ] = 0,
     peers: Annotated[
         str | None,
@@ -87,13 +96,16 @@ def bench(
         ),
     ] = False,
     web_riddles: Annotated[
-        int, typer.Option(help="With --web: riddles in the spool served.", min=100)
+        int, typer.Option(help="With --web: riddles in the spool served.", min=100, metavar="N")
     ] = 100_000,
     web_events: Annotated[
-        int, typer.Option(help="With --web: events in the log served (the dashboard's).", min=0)
+        int,
+        typer.Option(
+            help="With --web: events in the log served (the dashboard's).", min=0, metavar="N"
+        ),
     ] = 1_000_000,
     startup_runs: Annotated[
-        int, typer.Option(help="With --startup: runs of each command.", min=1)
+        int, typer.Option(help="With --startup: runs of each command.", min=1, metavar="N")
     ] = 20,
     extractors: Annotated[
         bool,
@@ -104,9 +116,12 @@ def bench(
         ),
     ] = False,
     cases: Annotated[
-        int, typer.Option(help="With --extractors: generated files per data type.", min=1)
+        int,
+        typer.Option(help="With --extractors: generated files per data type.", min=1, metavar="N"),
     ] = 200,
-    seed: Annotated[int, typer.Option(help="With --extractors: the generators' seed.")] = 1,
+    seed: Annotated[
+        int, typer.Option(help="With --extractors: the generators' seed.", metavar="N")
+    ] = 1,
     types: Annotated[
         str | None,
         typer.Option(

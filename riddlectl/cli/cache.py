@@ -23,7 +23,10 @@ def clear(
     ctx: typer.Context,
     extractor: Annotated[
         str | None,
-        typer.Option(help="Only this extractor's extractions (its handler name, e.g. text)."),
+        typer.Option(
+            help="Only this extractor's extractions (its handler name, e.g. text).",
+            metavar="NAME",
+        ),
     ] = None,
 ) -> None:
     """Drop cached extractions; riddles that used them are extracted again when needed.

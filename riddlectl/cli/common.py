@@ -14,28 +14,83 @@ import signal
 import sys
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import typer
+from typer.core import TyperCommand, TyperGroup
 
 from riddlectl import settings as settings_mod
 from riddlectl.errors import ExitCode, RiddleError
 
 if TYPE_CHECKING:
+    from riddlectl.agent import Stop
     from riddlectl.identity import Actor
     from riddlectl.settings import Settings
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
+class Command(TyperCommand):
+    """A command whose usage line names its arguments as its help does, in one convention:
+    upper case, `...` when repeatable, in brackets when optional (`hold ID...`,
+    `status [ID...]`; typer writes `{ID}` and `[ID]`)."""
+
+    def collect_usage_pieces(self, ctx: Any) -> list[str]:
+        pieces = [self.options_metavar] if self.options_metavar else []
+        for param in self.get_params(ctx):
+            if param.param_type_name == "argument":
+                pieces.append(argument_usage(param))
+        return pieces
+
+
+def argument_usage(param: Any) -> str:
+    """An argument as a usage line names it (`ID...`, `[FILE...]`)."""
+    name = param.metavar or (param.name or "").upper()
+    if param.nargs != 1 and not name.endswith("..."):
+        name += "..."
+    return name if param.required else f"[{name}]"
+
+
+class Group(TyperGroup):
+    """A group whose list of commands gives each command's whole summary (the first
+    paragraph of its help), wrapped, never cut short with `...`."""
+
+    def format_commands(self, ctx: Any, formatter: Any) -> None:
+        rows = []
+        for name in self.list_commands(ctx):
+            command = self.get_command(ctx, name)
+            if command is not None and not command.hidden:
+                rows.append((name, summary(command)))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+
+def summary(command: Any) -> str:
+    """A command's summary: the first paragraph of its help, on one line."""
+    text = command.short_help or command.help or ""
+    return " ".join(text.split("\n\n")[0].split())
+
+
+class _Commands(typer.Typer):
+    def command(self, *args: Any, cls: Any = None, **kwargs: Any) -> Any:
+        return super().command(*args, cls=cls or Command, **kwargs)
+
+
 def command_group(**options: Any) -> typer.Typer:
     """The `typer.Typer` a command module registers its commands on.
 
-    Help is plain text, as for the root command, and errors are ours (`guarded`), not
-    typer's pretty tracebacks.
+    Help is plain text, as for the root command, with our conventions for usage lines and
+    summaries (`Command`, `Group`), and errors are ours (`guarded`), not typer's pretty
+    tracebacks.
     """
-    return typer.Typer(
-        rich_markup_mode=None, pretty_exceptions_enable=False, add_completion=False, **options
+    return _Commands(
+        cls=Group,
+        rich_markup_mode=None,
+        pretty_exceptions_enable=False,
+        add_completion=False,
+        **options,
     )
 
 
@@ -52,7 +107,10 @@ def guarded(fn: F) -> F:
         try:
             return fn(*args, **kwargs)
         except RiddleError as exc:
-            fail(str(exc), exc.exit_code)
+            *before, last = exc.lines()
+            for line in before:
+                typer.echo(f"riddlectl: {line}", err=True)
+            fail(last, exc.exit_code)
         except TimeoutError as exc:
             fail(str(exc), ExitCode.TIMEOUT)
         except BrokenPipeError:  # `riddlectl status --jsonl | head`
@@ -132,18 +190,44 @@ def read_ids(ids: list[str]) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-def stop_on_signals() -> tuple[threading.Event, threading.Event]:
-    """(stop, hurry): SIGTERM or SIGINT sets `stop` (handlers still running get the stop
-    grace), a second one sets `hurry` too (they are ended at once)."""
+# The exit status of a command ended by Ctrl-C, as a shell reports one killed by SIGINT.
+INTERRUPTED = 128 + signal.SIGINT
+
+
+@dataclass
+class Signals:
+    """How a long-running command is asked to stop: SIGTERM or SIGINT sets `stop` (handlers
+    still running get the stop grace), a second one sets `hurry` too (they are ended at
+    once). `first` is the signal that asked first."""
+
+    stop: Stop = field(default_factory=lambda: _stop())
+    hurry: threading.Event = field(default_factory=threading.Event)
+    first: int | None = None
+
+    def exit_if_interrupted(self) -> None:
+        """After the orderly wind-down: a command ended by SIGINT exits 130; one ended by
+        SIGTERM (how service managers stop agents) carries on to its own exit status."""
+        if self.first == signal.SIGINT:
+            raise typer.Exit(INTERRUPTED)
+
+
+def _stop() -> Stop:
     from riddlectl.agent import Stop
 
-    stop, hurry = Stop(), threading.Event()
+    return Stop()
+
+
+def stop_on_signals() -> Signals:
+    """Catch SIGTERM and SIGINT from now on, into the `Signals` returned."""
+    signals = Signals()
 
     def handler(signum: int, frame: Any) -> None:
-        if stop.is_set():
-            hurry.set()
-        stop.request(f"signal {signal.Signals(signum).name}")
+        if signals.stop.is_set():
+            signals.hurry.set()
+        if signals.first is None:
+            signals.first = signum
+        signals.stop.request(f"signal {signal.Signals(signum).name}")
 
     signal.signal(signal.SIGTERM, handler)
     signal.signal(signal.SIGINT, handler)
-    return stop, hurry
+    return signals

@@ -19,7 +19,9 @@ corrupt_app = command_group(
 )
 app.add_typer(corrupt_app, name="corrupt")
 
-NameArg = Annotated[str, typer.Argument(help="A set-aside file's name (as `list` shows it).")]
+NameArg = Annotated[
+    str, typer.Argument(help="A set-aside file's name (as `list` shows it).", metavar="NAME")
+]
 
 
 @corrupt_app.command("list")
@@ -58,7 +60,7 @@ def show(ctx: typer.Context, name: NameArg) -> None:
 @guarded
 def drop(
     ctx: typer.Context,
-    names: Annotated[list[str], typer.Argument(help="Set-aside files' names.", metavar="NAME")],
+    names: Annotated[list[str], typer.Argument(help="Set-aside files' names.", metavar="NAME...")],
 ) -> None:
     """Delete set-aside files (all or none: an unknown name, exit 3, drops nothing)."""
     from riddlectl.ops import corrupt
@@ -80,7 +82,7 @@ def resubmit(
         typer.Argument(
             help="A corrected version to submit in its place (- for stdin); "
             "without it, the file as it is.",
-            metavar="[FILE|-]",
+            metavar="FILE",
         ),
     ] = None,
 ) -> None:

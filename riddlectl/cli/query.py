@@ -13,6 +13,7 @@ import typer
 
 from riddlectl import runtime
 from riddlectl.cli.common import (
+    INTERRUPTED,
     command_group,
     emit_json,
     emit_jsonl,
@@ -35,12 +36,12 @@ def status(
     ctx: typer.Context,
     ids: Annotated[
         list[str] | None,
-        typer.Argument(help="Riddle ids (- reads them from stdin).", metavar="ID"),
+        typer.Argument(help="Riddle ids (- reads them from stdin).", metavar="ID..."),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object.")] = False,
     as_jsonl: Annotated[bool, typer.Option("--jsonl", help="One riddle per line.")] = False,
     stage: Annotated[
-        str | None, typer.Option(help="Only this stage's inbox or this queue.")
+        str | None, typer.Option(help="Only this stage's inbox or this queue.", metavar="NAME")
     ] = None,
     limit: Annotated[
         int | None,
@@ -48,6 +49,7 @@ def status(
             help="Riddles listed without ids, newest first (0: all). Default: all with "
             "--json/--jsonl, 20 otherwise.",
             min=0,
+            metavar="N",
         ),
     ] = None,
     watch: Annotated[bool, typer.Option("--watch", help="Refresh every second.")] = False,
@@ -55,7 +57,8 @@ def status(
     """Counts per queue and recent riddles; or each given riddle's state."""
     settings = resolve(ctx)
     spool = runtime.open_spool(settings, create=False)
-    wanted = read_ids(ids or [])
+    # Ids given (`-` among them) show those riddles only: `-` that reads none shows none.
+    wanted = read_ids(ids) if ids else None
     show = functools.partial(_show_status, settings, spool, wanted, stage, limit)
     try:
         if watch and not (as_json or as_jsonl) and _interactive():
@@ -66,8 +69,8 @@ def status(
             if not watch:
                 break
             time.sleep(1.0)
-    except KeyboardInterrupt:  # Ctrl-C is how --watch ends
-        pass
+    except KeyboardInterrupt:  # Ctrl-C is how --watch ends, and says so in its status
+        raise typer.Exit(INTERRUPTED) from None
 
 
 def _interactive() -> bool:
@@ -93,18 +96,18 @@ def _watch_in_place(show: Callable[..., None]) -> None:
 def _show_status(
     settings: Any,
     spool: Any,
-    wanted: list[str],
+    wanted: list[str] | None,
     stage: str | None,
     limit: int | None,
     as_json: bool,
     as_jsonl: bool,
     echo: Callable[[str], Any] = typer.echo,
 ) -> None:
-    if stage == report.CORRUPT and not wanted:
+    if stage == report.CORRUPT and wanted is None:
         _show_corrupt(settings, spool, as_json, as_jsonl, echo)
         return
     more = 0
-    if wanted:
+    if wanted is not None:
         riddles = report.by_ids(spool, wanted)
     else:
         # Machine output is never cut unless asked; a person sees the newest few.
@@ -117,7 +120,7 @@ def _show_status(
         counts = report.counts(spool)
         emit_json({"spool": spool.name, "counts": counts, "riddles": riddles})
     else:
-        _print_status(report.counts(spool), riddles, bool(wanted), echo)
+        _print_status(report.counts(spool), riddles, wanted is not None, echo)
         if more:
             echo(f"… {more} more (--limit 0 for all)")
 
@@ -153,7 +156,8 @@ def _print_status(
         detail = r["solution"] if r["solution"] is not None else ""
         if r["error"]:
             detail = f"{detail}  error: {r['error']}".strip()
-        echo(f"{r['id']:28} {r['queue']:9} {r['trial']:>5} {r['solved']!s:6} {detail}")
+        solved = "yes" if r["solved"] else "no"  # as the web pages say it; JSON says true
+        echo(f"{r['id']:28} {r['queue']:9} {r['trial']:>5} {solved:6} {detail}")
 
 
 @app.command()
@@ -170,11 +174,12 @@ def show(ctx: typer.Context, riddle_id: Annotated[str, typer.Argument(metavar="I
 def result(
     ctx: typer.Context,
     ids: Annotated[
-        list[str], typer.Argument(help="Riddle ids (- reads them from stdin).", metavar="ID")
+        list[str], typer.Argument(help="Riddle ids (- reads them from stdin).", metavar="ID...")
     ],
     wait: Annotated[bool, typer.Option("--wait", help="Wait until every riddle is final.")] = False,
     timeout: Annotated[
-        float | None, typer.Option(help="With --wait: seconds to wait.", min=0)
+        float | None,
+        typer.Option(help="With --wait: seconds to wait.", min=0, metavar="SECONDS"),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="The documents as JSON.")] = False,
 ) -> None:
@@ -260,6 +265,7 @@ def events(
                 sys.stdout.flush()
             else:
                 out.write(orjson.dumps(event) + b"\n")
-    except KeyboardInterrupt:
-        pass
+    except KeyboardInterrupt:  # what was printed stays whole; the status says how it ended
+        sys.stdout.flush()
+        raise typer.Exit(INTERRUPTED) from None
     sys.stdout.flush()

@@ -82,55 +82,70 @@ def _complete_data(ctx: typer.Context, incomplete: str) -> list[str]:
 def submit(
     ctx: typer.Context,
     files: Annotated[
-        list[str] | None, typer.Argument(help="JSON files, or - for stdin.", metavar="FILE")
+        list[str] | None,
+        typer.Argument(help="JSON files, or - for stdin.", metavar="FILE..."),
     ] = None,
-    question: Annotated[str | None, typer.Option(help="Build a riddle with this question.")] = None,
-    context: Annotated[str, typer.Option(help="Context of the riddle built from flags.")] = "",
+    question: Annotated[
+        str | None, typer.Option(help="Build a riddle with this question.", metavar="TEXT")
+    ] = None,
+    context: Annotated[
+        str | None, typer.Option(help="Context of every riddle submitted.", metavar="TEXT")
+    ] = None,
     data: Annotated[
         list[str] | None,
         typer.Option(
             "--data",
-            help="Data file, relative to the data directory (repeatable).",
+            help="Data file of every riddle submitted, relative to the data directory "
+            "(repeatable; replaces the documents' data).",
             autocompletion=_complete_data,
+            metavar="FILE",
         ),
     ] = None,
     answer_kind: Annotated[
         str | None,
-        typer.Option(help=f"Typed answer: {', '.join(FILL_KINDS)} (fill) or noul."),
+        typer.Option(
+            help=f"Typed answer of every riddle submitted: {', '.join(FILL_KINDS)} (fill) or noul.",
+            metavar="KIND",
+        ),
     ] = None,
     no_extract: Annotated[bool, typer.Option("--no-extract", help="Skip extraction.")] = False,
     no_validate: Annotated[bool, typer.Option("--no-validate", help="Skip validation.")] = False,
     riddle_id: Annotated[
-        str | None, typer.Option("--id", help="Id of the riddle built from flags.")
+        str | None,
+        typer.Option("--id", help="Id of the riddle submitted (one riddle only).", metavar="ID"),
     ] = None,
     priority: Annotated[
         int | None,
         typer.Option(
-            help="Priority, a 64-bit whole number; higher goes first.",
+            help="Priority of every riddle submitted, a 64-bit whole number; higher goes first.",
             show_default="0",
             callback=_stored_priority,
+            metavar="N",
         ),
     ] = None,
     wait: Annotated[bool, typer.Option("--wait", help="Wait and print the results.")] = False,
     timeout: Annotated[
-        float | None, typer.Option(help="With --wait: seconds to wait.", min=0)
+        float | None,
+        typer.Option(help="With --wait: seconds to wait.", min=0, metavar="SECONDS"),
     ] = None,
 ) -> None:
-    """Submit riddles; prints each new id on its own line."""
+    """Submit riddles; prints each new id on its own line. An option given beside files
+    or stdin applies to every riddle they hold, over the documents' own fields."""
+    if timeout is not None and not wait:
+        raise RiddleError("only with --wait", where="--timeout")
     settings = resolve(ctx)
     spool = runtime.open_spool(settings, create=False, writable=True)
-    parsed = _submission(
-        files or [],
-        question,
-        context,
-        data or [],
-        answer_kind,
-        not no_extract,
-        not no_validate,
-        riddle_id,
-        settings.max_document_bytes,
+    parsed = _submission(files or [], question, settings.max_document_bytes)
+    overrides = submitting.Overrides(
+        riddle_id=riddle_id,
+        context=context,
+        data=tuple(data) if data is not None else None,
+        answer_kind=answer_kind,
+        no_extract=no_extract,
+        no_validate=no_validate,
+        priority=priority,
     )
-    riddles = submitting.prepare(parsed, settings, priority)
+    riddles = submitting.prepare(parsed, settings, overrides)
     del parsed  # the JSON as parsed, 3 KB a riddle: its memory serves the store's rows
     pipeline = runtime.pipeline(settings, spool, actor("submit"))
     ids = submitting.submit(pipeline, riddles)
@@ -140,34 +155,11 @@ def submit(
         typer.echo("\n".join(ids))
 
 
-def _submission(
-    files: list[str],
-    question: str | None,
-    context: str,
-    data: list[str],
-    answer_kind: str | None,
-    extract: bool,
-    validate: bool,
-    riddle_id: str | None,
-    limit: int,
-) -> list[tuple[str, Any]]:
+def _submission(files: list[str], question: str | None, limit: int) -> list[tuple[str, Any]]:
     if question is not None:
         if files:
             raise RiddleError("give files or --question, not both", where="submit")
-        return [
-            (
-                "--question",
-                submitting.from_flags(
-                    question,
-                    context=context,
-                    data=data,
-                    answer_kind=answer_kind,
-                    extract=extract,
-                    validate=validate,
-                    riddle_id=riddle_id,
-                ),
-            )
-        ]
+        return [submitting.from_question(question)]
     if not files:
         if sys.stdin.isatty():
             raise RiddleError(
@@ -193,7 +185,10 @@ def _submission(
 @guarded
 def ingest(
     ctx: typer.Context,
-    directory: Annotated[Path, typer.Argument(help="The directory to take riddle files from.")],
+    directory: Annotated[
+        Path,
+        typer.Argument(help="The directory to take riddle files from.", metavar="DIRECTORY"),
+    ],
     watch: Annotated[bool, typer.Option("--watch", help="Keep looking until interrupted.")] = False,
     wait: Annotated[
         bool,
@@ -202,7 +197,10 @@ def ingest(
         ),
     ] = False,
     poll: Annotated[
-        float, typer.Option(help="Seconds between looks with --watch.", min=0.05)
+        float,
+        typer.Option(
+            help="Seconds between looks with --watch (0.05 or more).", min=0.05, metavar="SECONDS"
+        ),
     ] = 1.0,
 ) -> None:
     """Move riddle files (*.json, *.jsonl) from DIRECTORY into the spool's incoming queue
@@ -214,7 +212,7 @@ def ingest(
     settings = resolve(ctx)
     spool = runtime.open_spool(settings, create=False, writable=True)
     # A signal stops it between files, never inside a write to the spool.
-    stop, _ = stop_on_signals()
+    signals = stop_on_signals()
     look = run_ingest(
         spool,
         directory,
@@ -222,11 +220,12 @@ def ingest(
         watch=watch,
         wait=wait,
         poll=poll,
-        stop=stop,
+        stop=signals.stop,
         on_moved=_say_moved,
         on_set_aside=_say_set_aside,
     )
     _say_left(directory, look, None if watch else settings.drop_in_grace)
+    signals.exit_if_interrupted()
 
 
 def _say_moved(name: str) -> None:

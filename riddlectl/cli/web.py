@@ -6,11 +6,12 @@ when one of these commands runs.
 
 from __future__ import annotations
 
+import signal
 from typing import Annotated
 
 import typer
 
-from riddlectl.cli.common import command_group, fail, guarded, resolve
+from riddlectl.cli.common import INTERRUPTED, command_group, fail, guarded, resolve
 from riddlectl.errors import ExitCode
 
 app = command_group()
@@ -20,8 +21,10 @@ app = command_group()
 @guarded
 def serve(
     ctx: typer.Context,
-    host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option(help="Port (0: any free one).", min=0, max=65535)] = 8080,
+    host: Annotated[str, typer.Option(help="Address to listen on.", metavar="HOST")] = "127.0.0.1",
+    port: Annotated[
+        int, typer.Option(help="Port (0: any free one).", min=0, max=65535, metavar="PORT")
+    ] = 8080,
     read_only: Annotated[
         bool, typer.Option("--read-only", help="Show the spool; refuse every change.")
     ] = False,
@@ -30,11 +33,12 @@ def serve(
         typer.Option(
             envvar="RIDDLECTL_WEB_TOKEN",
             help="Require this token on every request (needed off loopback).",
+            metavar="TOKEN",
         ),
     ] = None,
     allow_host: Annotated[
         list[str] | None,
-        typer.Option(help="Another host name the server answers to (repeatable).", metavar="NAME"),
+        typer.Option(help="Another host name the server answers to (repeatable).", metavar="HOST"),
     ] = None,
 ) -> None:
     """Serve the web UI (/app/table, /app/new), the JSON API (/api) and /metrics."""
@@ -61,7 +65,11 @@ def serve(
     web = Service.open(settings, read_only=read_only)
     guard = Guard(host=host, token=token, read_only=read_only, allow_hosts=tuple(allow_host or ()))
     mode = " (read-only)" if read_only else ""
-    run(web, guard, sock, lambda url: typer.echo(f"riddlectl: serving {url}{mode}", err=True))
+    stopped_by = run(
+        web, guard, sock, lambda url: typer.echo(f"riddlectl: serving {url}{mode}", err=True)
+    )
+    if stopped_by == signal.SIGINT:  # Ctrl-C, after the same orderly stop as SIGTERM's
+        raise typer.Exit(INTERRUPTED)
 
 
 @app.command()

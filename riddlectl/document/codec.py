@@ -264,8 +264,14 @@ def to_riddle(obj: Any, where: str, default_id: str | None = None) -> Riddle:
         # The first field is the error's own (a form puts the message beside it); the
         # others follow in the same line, each naming its field.
         first, *others = exc.errors()
-        message = "; ".join([problem(first), *([problems_line(others)] if others else [])])
-        raise InvalidDocument(message, where=where, field=field_path(first["loc"])) from None
+        field, head = field_path(first["loc"]), problem(first)
+        if field and field.endswith("answer") and head.startswith("answer."):
+            # The answer spec's checks name their own field: one path, not two halves
+            # (`riddle.answer.criteria: …`, not `riddle.answer: answer.criteria: …`).
+            sub, _, head = head.partition(": ")
+            field += sub.removeprefix("answer")
+        message = "; ".join([head, *([problems_line(others)] if others else [])])
+        raise InvalidDocument(message, where=where, field=field) from None
 
 
 def parse(

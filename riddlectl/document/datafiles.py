@@ -24,14 +24,17 @@ __all__ = ["check", "read", "real_dir", "resolve", "resolve_stat", "text_types"]
 
 
 def resolve(
-    data_dir: Path, file_plain: str, where: str = "data", field: str = "file_plain"
+    data_dir: Path, file_plain: str, where: str = "data", field: str | None = "file_plain"
 ) -> Path:
     """The real path of a data item, or `InvalidData` saying why it cannot be used."""
     return Path(resolve_stat(data_dir, file_plain, where, field)[0])
 
 
 def resolve_stat(
-    data_dir: Path | str, file_plain: str, where: str = "data", field: str = "file_plain"
+    data_dir: Path | str,
+    file_plain: str,
+    where: str = "data",
+    field: str | None = "file_plain",
 ) -> tuple[str, os.stat_result]:
     """`resolve`, as a string, with the file's `stat` (for caches keyed by it)."""
     if not file_plain or "\x00" in file_plain:
@@ -48,21 +51,26 @@ def resolve_stat(
     if ".." in parts:
         raise InvalidData(f"{file_plain!r} contains '..'", where=where, field=field)
     base = real_dir(str(data_dir))
-    missing = InvalidData(f"{file_plain!r} does not exist in {data_dir}", where=where, field=field)
+    # Named by the absolute path looked for: a relative data directory means nothing to a
+    # user who ran the command from elsewhere, or to a reader of a failed riddle's error.
+    looked_for = os.path.join(os.path.abspath(data_dir), *parts)
+    missing = InvalidData(f"{looked_for} does not exist", where=where, field=field)
     try:
         target, info = _walk(base, parts)
     except (FileNotFoundError, NotADirectoryError):
         raise missing from None
     if target != base and not target.startswith(base.rstrip(os.sep) + os.sep):
         raise InvalidData(
-            f"{file_plain!r} resolves outside the data directory", where=where, field=field
+            f"{looked_for} resolves outside the data directory {os.path.abspath(data_dir)}",
+            where=where,
+            field=field,
         )
     try:
         info = info or os.stat(target)
     except (FileNotFoundError, NotADirectoryError):
         raise missing from None
     if not stat.S_ISREG(info.st_mode):
-        raise InvalidData(f"{file_plain!r} is not a regular file", where=where, field=field)
+        raise InvalidData(f"{looked_for} is not a regular file", where=where, field=field)
     return target, info
 
 
@@ -90,7 +98,11 @@ def _walk(base: str, parts: list[str]) -> tuple[str, os.stat_result | None]:
 
 
 def read(
-    path: Path | str, item_type: str, max_bytes: int, where: str = "data", field: str = "file_plain"
+    path: Path | str,
+    item_type: str,
+    max_bytes: int,
+    where: str = "data",
+    field: str | None = "file_plain",
 ) -> bytes:
     """The content of a resolved data file, refusing oversize and (for the text types)
     non-UTF-8."""
@@ -101,14 +113,14 @@ def read(
         os.close(fd)
     if len(content) > max_bytes:
         raise InvalidData(
-            f"{os.path.basename(path)} is over the {max_bytes}-byte limit", where=where, field=field
+            f"{os.path.abspath(path)} is over the {max_bytes}-byte limit", where=where, field=field
         )
     if item_type in text_types():
         try:
             content.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise InvalidData(
-                f"{os.path.basename(path)} is not UTF-8 text (byte {exc.start})",
+                f"{os.path.abspath(path)} is not UTF-8 text (byte {exc.start})",
                 where=where,
                 field=field,
             ) from None
@@ -116,14 +128,17 @@ def read(
 
 
 def check(
-    data_dir: Path, file_plain: str, item_type: str, max_bytes: int, where: str, field: str
+    data_dir: Path,
+    file_plain: str,
+    item_type: str,
+    max_bytes: int,
+    where: str,
+    field: str | None,
 ) -> None:
     """Every check `read` makes, for submit-time refusal: the content of a text type is
     read to check that it is UTF-8; a binary one's is not read at all."""
     path = resolve(data_dir, file_plain, where, field)
     if path.stat().st_size > max_bytes:
-        raise InvalidData(
-            f"{file_plain!r} is over the {max_bytes}-byte limit", where=where, field=field
-        )
+        raise InvalidData(f"{path} is over the {max_bytes}-byte limit", where=where, field=field)
     if item_type in text_types():
         read(path, item_type, max_bytes, where, field)

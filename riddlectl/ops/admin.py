@@ -3,6 +3,11 @@
 Each action claims the riddle by id (waiting briefly for an agent that holds it), changes
 it, and commits it with one history entry and one event whose `stage` is the command.
 A command given several ids asks `refusals` first, and acts on none if any is refused.
+
+One rule for a riddle that is already as the command would leave it (held, not held, in
+the pipeline, final): the command leaves it as it is and succeeds, as `mkdir -p` does; it
+refuses only what cannot be done where the riddle is (holding a final riddle, retrying a
+held one).
 """
 
 from __future__ import annotations
@@ -21,23 +26,19 @@ RETRY_STEPS = STEPS  # where `retry --from` may start a riddle again: a step of 
 
 
 def _why_not_hold(queue: Queue) -> str | None:
-    if queue in FINAL or queue is Queue.HOLD:
-        return f"cannot hold: it is in {queue.value}/"
-    return None
-
-
-def _why_not_release(queue: Queue) -> str | None:
-    return None if queue is Queue.HOLD else f"not held: it is in {queue.value}/"
+    return f"cannot hold: it is in {queue.value}/, final" if queue in FINAL else None
 
 
 def _why_not_retry(queue: Queue) -> str | None:
-    return None if queue in FINAL else f"cannot retry: it is in {queue.value}/, not final"
+    if queue is Queue.HOLD:
+        return "cannot retry: it is held (release it first)"
+    return None
 
 
 _WHY_NOT: dict[str, Callable[[Queue], str | None]] = {
-    "hold": _why_not_hold,
-    "release": _why_not_release,
-    "retry": _why_not_retry,
+    "hold": _why_not_hold,  # a held riddle stays held
+    "release": lambda queue: None,  # one not held is left where it is
+    "retry": _why_not_retry,  # one still in the pipeline is left where it is
     "cancel": lambda queue: None,  # a final riddle is left as it is
 }
 
@@ -62,12 +63,15 @@ def refusals(spool: Spool, command: str, ids: Iterable[str]) -> list[RiddleError
 
 
 def hold(pipeline: Pipeline, riddle_id: str) -> Queue:
-    """Park a riddle in `hold/`, remembering where it was; returns that queue."""
+    """Park a riddle in `hold/`, remembering where it was; returns that queue (for one
+    already held, left as it is: the queue it was held from)."""
     claim = pipeline.spool.claim_id(riddle_id)
     why = _why_not_hold(claim.queue)
-    if why is not None:
+    if why is not None or claim.queue is Queue.HOLD:
         pipeline.spool.release(claim)
-        raise InvalidDocument(why, where=riddle_id)
+        if why is not None:
+            raise InvalidDocument(why, where=riddle_id)
+        return _held_from(claim.riddle)
     riddle = claim.riddle.model_copy(deep=True)
     riddle.extensions()["held_from"] = claim.queue.value
     pipeline.move(claim, riddle, Queue.HOLD, "hold", "ok")
@@ -75,17 +79,22 @@ def hold(pipeline: Pipeline, riddle_id: str) -> Queue:
 
 
 def release(pipeline: Pipeline, riddle_id: str) -> Queue:
-    """Put a held riddle back where it was; returns that queue."""
+    """Put a held riddle back where it was; returns that queue (for one not held, left as
+    it is: the queue it is in)."""
     claim = pipeline.spool.claim_id(riddle_id)
-    why = _why_not_release(claim.queue)
-    if why is not None:
+    if claim.queue is not Queue.HOLD:
         pipeline.spool.release(claim)
-        raise InvalidDocument(why, where=riddle_id)
+        return claim.queue
     riddle = claim.riddle.model_copy(deep=True)
-    held_from = riddle.extensions().pop("held_from", None)
-    to = Queue(held_from) if held_from in {q.value for q in Queue} else route(riddle)
+    to = _held_from(riddle)
+    riddle.extensions().pop("held_from", None)
     pipeline.move(claim, riddle, to, "release", "ok")
     return to
+
+
+def _held_from(riddle: Riddle) -> Queue:
+    held_from = riddle.extensions().get("held_from")
+    return Queue(held_from) if held_from in {q.value for q in Queue} else route(riddle)
 
 
 def cancel(pipeline: Pipeline, riddle_id: str) -> list[str]:
@@ -137,13 +146,15 @@ _RESUME_FROM = {INBOX[step].value: step for step in STEPS} | {MANAGE.inbox.value
 def retry(
     pipeline: Pipeline, riddle_id: str, from_step: str | None = None, reset_trials: bool = False
 ) -> Queue:
-    """Put a final riddle back into the pipeline; returns the queue it went to."""
+    """Put a final riddle back into the pipeline; returns the queue it went to (for one
+    still in the pipeline, left as it is: the queue it is in)."""
     claim = pipeline.spool.claim_id(riddle_id)
     if claim.queue not in FINAL:
         pipeline.spool.release(claim)
-        raise InvalidDocument(
-            f"cannot retry: it is in {claim.queue.value}/, not final", where=riddle_id
-        )
+        why = _why_not_retry(claim.queue)
+        if why is not None:
+            raise InvalidDocument(why, where=riddle_id)
+        return claim.queue
     riddle = claim.riddle.model_copy(deep=True)
     step = from_step or failed_step(riddle)
     _reset(riddle, step, reset_trials)

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from riddlectl.entries import shown
-from riddlectl.errors import InvalidDocument, UnknownRiddle, WaitTimeout
-from riddlectl.spool.contract import Spool
+from riddlectl.errors import InvalidDocument, UnknownRiddle, UnknownRiddles, WaitTimeout
+from riddlectl.spool.contract import Spool, unknown
 from riddlectl.spool.states import FINAL, INBOX, Queue
 
 if TYPE_CHECKING:
@@ -117,8 +117,23 @@ def summaries(spool: Spool, listing: list[tuple[Queue, str]]) -> list[dict[str, 
 
 
 def by_ids(spool: Spool, ids: list[str]) -> list[dict[str, Any]]:
-    """Summaries of the given riddles; `UnknownRiddle` for the first unknown id."""
-    return [summarize(*spool.require(riddle_id)) for riddle_id in ids]
+    """Summaries of the given riddles; `UnknownRiddles` naming every unknown id."""
+    return [summarize(queue, riddle) for _, queue, riddle in find_all(spool, ids)]
+
+
+def find_all(spool: Spool, ids: list[str]) -> list[tuple[str, Queue, Riddle]]:
+    """(id, queue, riddle) of each of `ids`, in order; `UnknownRiddles` naming every id the
+    spool does not have (all are looked for first, so that a user learns of each at once)."""
+    found, missing = [], []
+    for riddle_id in ids:
+        where = spool.find(riddle_id)
+        if where is None:
+            missing.append(unknown(riddle_id))
+        else:
+            found.append((riddle_id, *where))
+    if missing:
+        raise UnknownRiddles(missing)
+    return found
 
 
 @dataclass
@@ -149,7 +164,7 @@ def results(
     """
     deadline = None if timeout is None else time.monotonic() + timeout
     while True:
-        found = [Result(riddle_id, *spool.require(riddle_id)) for riddle_id in ids]
+        found = [Result(*each) for each in find_all(spool, ids)]
         if not wait or all(r.final for r in found):
             return found
         if deadline is not None and time.monotonic() >= deadline:

@@ -11,9 +11,10 @@ import orjson
 
 from riddlectl.document import codec as documents
 from riddlectl.document import datafiles
+from riddlectl.document.answers import FILL_KINDS
 from riddlectl.document.datatypes import type_for
-from riddlectl.document.ids import new_id
-from riddlectl.document.model import Riddle
+from riddlectl.document.ids import ID_RE, new_id
+from riddlectl.document.model import DataItem, Riddle
 from riddlectl.errors import InvalidDocument
 from riddlectl.pipeline.jobs import Pipeline
 from riddlectl.settings import Settings
@@ -27,33 +28,61 @@ class Source:
     raw: bytes
 
 
-def from_flags(
-    question: str,
-    *,
-    context: str = "",
-    data: Iterable[str] = (),
-    answer_kind: str | None = None,
-    extract: bool = True,
-    validate: bool = True,
-    riddle_id: str | None = None,
-    priority: int | None = None,
-) -> dict[str, Any]:
-    """The document `submit --question …` builds; each data item's type is the one its
-    file name's extension suggests (`datatypes.type_for`: `t.csv` is csv, `t.txt` text)."""
-    doc: dict[str, Any] = {
-        "riddle": {"context": context, "question": question},
-        "data": [{"type": type_for(path), "file_plain": path} for path in data],
-        "status": {"extract": {"required": extract}, "validate": {"required": validate}},
-    }
-    if answer_kind is not None:
-        doc["riddle"]["answer"] = (
-            {"type": "noul"} if answer_kind == "noul" else {"type": "fill", "kind": answer_kind}
-        )
-    if riddle_id:
-        doc["id"] = riddle_id
-    if priority is not None:
-        doc["priority"] = priority
-    return doc
+@dataclass(frozen=True)
+class Overrides:
+    """What `submit`'s options say of every riddle submitted, over what each document
+    says; None (or False for `--no-…`): the option was not given, the document decides.
+    A riddle built from `--question` is a document that says nothing else."""
+
+    riddle_id: str | None = None
+    context: str | None = None
+    data: tuple[str, ...] | None = None
+    answer_kind: str | None = None
+    no_extract: bool = False
+    no_validate: bool = False
+    priority: int | None = None
+
+    def check(self, riddles: int) -> None:
+        """Refuse what cannot apply to `riddles` documents (`InvalidDocument`, exit 2)."""
+        if self.riddle_id is not None:
+            if riddles > 1:
+                raise InvalidDocument(
+                    f"names one riddle, but the input holds {riddles}", where="--id"
+                )
+            if not ID_RE.fullmatch(self.riddle_id):
+                raise InvalidDocument(f"{self.riddle_id!r} is not a valid id", where="--id")
+        kinds = (*FILL_KINDS, "noul")
+        if self.answer_kind is not None and self.answer_kind not in kinds:
+            raise InvalidDocument(
+                f"expected one of {', '.join(kinds)}, got {self.answer_kind!r}",
+                where="--answer-kind",
+            )
+
+    def apply(self, riddle: Riddle) -> None:
+        """Set every field an option was given for (each data item's type is the one its
+        file name's extension suggests, `datatypes.type_for`: `t.csv` is csv)."""
+        if self.riddle_id is not None:
+            riddle.id = self.riddle_id
+        if self.context is not None:
+            riddle.riddle.context = self.context
+        if self.data is not None:
+            riddle.data = [DataItem(type=type_for(path), file_plain=path) for path in self.data]
+        if self.answer_kind == "noul":
+            riddle.riddle.answer = {"type": "noul"}
+        elif self.answer_kind is not None:
+            riddle.riddle.answer = {"type": "fill", "kind": self.answer_kind}
+        if self.no_extract:
+            riddle.status.extract.required = False
+        if self.no_validate:
+            riddle.status.validate_.required = False
+        if self.priority is not None:
+            riddle.priority = self.priority
+
+
+def from_question(question: str) -> tuple[str, Any]:
+    """The document `submit --question …` starts from (its other options are overrides),
+    and the name errors give its place."""
+    return "--question", {"riddle": {"question": question}}
 
 
 def parse_sources(
@@ -70,10 +99,15 @@ def parse_sources(
 
 
 def prepare(
-    parsed: Iterable[tuple[str, Any]], settings: Settings, priority: int | None = None
+    parsed: Iterable[tuple[str, Any]],
+    settings: Settings,
+    overrides: Overrides | None = None,
 ) -> list[Riddle]:
-    """Validated riddles with ids and timestamps; `InvalidDocument`/`InvalidData` on the first
-    problem, before anything is written."""
+    """Validated riddles with ids and timestamps, `overrides` applied to each;
+    `InvalidDocument`/`InvalidData` on the first problem, before anything is written."""
+    overrides = overrides or Overrides()
+    parsed = list(parsed)
+    overrides.check(len(parsed))
     riddles, seen = [], set()
     checked: set[tuple[str, str]] = set()  # data files already found good, by (path, type)
     now = time.time()
@@ -88,25 +122,30 @@ def prepare(
             reason = limits.too_large(size, limits.new_riddle, " for a new riddle")
             raise InvalidDocument(reason, where=where)
         riddle = documents.to_riddle(obj, where)
+        overrides.apply(riddle)
         if riddle.id is None:
             riddle.id = new_id()
         if riddle.id in seen:
             raise InvalidDocument(f"id {riddle.id!r} is given twice", where=where, field="id")
         seen.add(riddle.id)
-        check(riddle, where, settings, checked)
-        if priority is not None:
-            riddle.priority = priority
+        check(riddle, where, settings, checked, data_from="--data" if overrides.data else None)
         riddle.created = now
         riddles.append(riddle)
     return riddles
 
 
 def check(
-    riddle: Riddle, where: str, settings: Settings, checked: set[tuple[str, str]] | None = None
+    riddle: Riddle,
+    where: str,
+    settings: Settings,
+    checked: set[tuple[str, str]] | None = None,
+    data_from: str | None = None,
 ) -> None:
     """What a parsed riddle must hold besides its shape: a question, and data files present,
     readable, inside the data directory and within the size limit (`InvalidDocument`,
-    `InvalidData`). `checked`: data files already found good, by (path, type); added to."""
+    `InvalidData`). `checked`: data files already found good, by (path, type); added to.
+    `data_from`: the option the data items came from, which errors then name instead of
+    the document's field (`--data`)."""
     checked = set() if checked is None else checked
     if not riddle.riddle.question.strip():
         raise InvalidDocument("must not be empty", where=where, field="riddle.question")
@@ -118,8 +157,8 @@ def check(
             item.file_plain,
             item.type,
             settings.max_data_bytes,
-            where,
-            f"data[{index}].file_plain",
+            data_from or where,
+            None if data_from else f"data[{index}].file_plain",
         )
         checked.add((item.file_plain, item.type))
 

@@ -36,15 +36,18 @@ def bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def serve(web: Service, guard: Guard, sock: socket.socket, announce: Any = None) -> None:
-    """Serve until SIGTERM or SIGINT; `announce` is called with the URL once listening."""
+def serve(web: Service, guard: Guard, sock: socket.socket, announce: Any = None) -> int | None:
+    """Serve until SIGTERM or SIGINT; `announce` is called with the URL once listening.
+    Returns the signal that stopped it."""
     import uvicorn
 
     app = create_app(web, guard)
     hub = app.app.state.hub
+    stopped_by: list[int] = []
 
     class Server(uvicorn.Server):
         def handle_exit(self, sig: int, frame: Any) -> None:
+            stopped_by.append(sig)
             hub.close()  # end the live streams now, not after the grace period
             super().handle_exit(sig, frame)
             # A stop that was asked for is a success (exit 0, as for the agents): uvicorn
@@ -60,7 +63,16 @@ def serve(web: Service, guard: Guard, sock: socket.socket, announce: Any = None)
         lifespan="on",
     )
     host, port = sock.getsockname()[:2]
-    if announce is not None:
-        shown = f"[{host}]" if ":" in host else host
-        announce(f"http://{shown}:{port}/app/table")
-    Server(config).run(sockets=[sock])
+    shown = f"[{host}]" if ":" in host else host
+    url = f"http://{shown}:{port}/app/table"
+
+    class AnnouncedServer(Server):
+        async def startup(self, sockets: Any = None) -> None:
+            await super().startup(sockets)
+            # Said once the server is up and its signal handlers are in place: whoever
+            # waits for this line may stop it at once, and it stops in order.
+            if announce is not None:
+                announce(url)
+
+    AnnouncedServer(config).run(sockets=[sock])
+    return stopped_by[0] if stopped_by else None

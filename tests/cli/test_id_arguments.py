@@ -74,25 +74,86 @@ def test_release_and_retry_with_an_unknown_id_change_nothing(cli: Cli) -> None:
 
 
 def test_an_id_that_cannot_be_acted_on_refuses_the_whole_command(cli: Cli) -> None:
-    submit(cli, "q3", "f1")
+    submit(cli, "q3", "f1", "h1")
     assert cli("cancel", "f1").code == 0
+    assert cli("hold", "h1").code == 0
     refused = cli("hold", "q3", "f1")
     assert (refused.code, refused.out) == (2, "")
-    assert error_lines(refused.err) == ["riddlectl: f1: cannot hold: it is in failed/"]
+    assert error_lines(refused.err) == ["riddlectl: f1: cannot hold: it is in failed/, final"]
     assert queue_of(cli, "q3") == "incoming"
-    refused = cli("retry", "f1", "q3")
+    refused = cli("retry", "f1", "h1")
     assert (refused.code, refused.out) == (2, "")
     assert error_lines(refused.err) == [
-        "riddlectl: q3: cannot retry: it is in incoming/, not final"
+        "riddlectl: h1: cannot retry: it is held (release it first)"
     ]
     assert queue_of(cli, "f1") == "failed"
     # Unknown ids outrank ids that cannot be acted on: each is reported, exit 3.
-    mixed = cli("release", "q3", "nope")
+    mixed = cli("retry", "h1", "nope")
     assert mixed.code == 3
     assert error_lines(mixed.err) == [
-        "riddlectl: q3: not held: it is in incoming/",
+        "riddlectl: h1: cannot retry: it is held (release it first)",
         "riddlectl: nope: no such riddle in the spool",
     ]
+
+
+def test_a_riddle_already_so_is_left_as_it_is_with_exit_0(cli: Cli) -> None:
+    """One rule for every command that acts on ids: a riddle already as the command would
+    leave it is left alone, the command prints its usual line and exits 0."""
+    submit(cli, "q3", "f1")
+    assert cli("cancel", "f1").code == 0
+    assert cli("hold", "q3").code == 0
+    again = cli("hold", "q3")
+    assert (again.code, again.out, again.err) == (0, "q3\tincoming\n", "")
+    assert cli("release", "q3").code == 0
+    again = cli("release", "q3")
+    assert (again.code, again.out, again.err) == (0, "q3\tincoming\n", "")
+    in_pipeline = cli("retry", "q3")
+    assert (in_pipeline.code, in_pipeline.out, in_pipeline.err) == (0, "q3\tincoming\n", "")
+    again = cli("cancel", "f1")
+    assert (again.code, again.out, again.err) == (0, "f1\n", "")
+    assert queue_of(cli, "q3") == "incoming" and queue_of(cli, "f1") == "failed"
+    history = cli("show", "q3").json()["history"]  # type: ignore[index]
+    assert [e["stage"] for e in history].count("hold") == 1
+
+
+@pytest.mark.parametrize("command", ["hold", "release", "cancel", "result", "show"])
+def test_a_command_that_acts_on_ids_given_none_is_exit_2_in_one_line(
+    cli: Cli, command: str
+) -> None:
+    submit(cli, "q3")
+    refused = cli(command)
+    assert (refused.code, refused.out) == (2, "")
+    (line,) = error_lines(refused.err)
+    assert line.startswith(f"riddlectl: {command}: missing argument 'ID"), line
+    assert queue_of(cli, "q3") == "incoming"
+
+
+@pytest.mark.parametrize("command", ["hold", "release", "cancel", "retry", "result", "status"])
+def test_dash_with_nothing_on_stdin_acts_on_no_riddle(cli: Cli, command: str) -> None:
+    """`-` that reads no ids is an empty list, as `xargs -r` takes it: nothing is printed
+    or changed, exit 0 (`retry -` does not fall back to every failed riddle)."""
+    submit(cli, "q3", "f1")
+    assert cli("cancel", "f1").code == 0
+    empty = cli(command, "-", input="")
+    assert (empty.code, empty.out, empty.err) == (0, "", "")
+    assert (queue_of(cli, "q3"), queue_of(cli, "f1")) == ("incoming", "failed")
+    listed = cli("status", "-", "--json", input="\n")
+    assert listed.json()["riddles"] == []  # type: ignore[index]
+
+
+def test_status_names_every_unknown_id_and_says_yes_or_no(cli: Cli) -> None:
+    submit(cli, "q3")
+    refused = cli("status", "a", "q3", "b")
+    assert (refused.code, refused.out) == (3, "")
+    assert error_lines(refused.err) == [
+        "riddlectl: a: no such riddle in the spool",
+        "riddlectl: b: no such riddle in the spool",
+    ]
+    refused = cli("result", "a", "q3", "b")
+    assert refused.code == 3 and len(error_lines(refused.err)) == 2
+    shown = cli("status", "q3").out.splitlines()
+    assert shown[1].split()[:4] == ["q3", "incoming", "0", "no"]
+    assert "False" not in cli("status").out and "True" not in cli("status").out
 
 
 @pytest.mark.parametrize(
@@ -106,6 +167,7 @@ def test_an_id_that_is_not_valid_is_an_unknown_id(cli: Cli, command: str) -> Non
         assert cli(prepare, "q3").code == 0
     before = queue_of(cli, "q3")
     for bad in ("../x", "-a", "a b", "x" * 129, "line\nbreak"):
+        # (One bad id beside q3: each unknown id is named, and there is only this one.)
         ids = [bad] if command == "show" else ["q3", bad]
         refused = cli(command, "--", *ids)
         assert refused.code == 3, (bad, refused.err)

@@ -98,7 +98,7 @@ def test_submit_infers_types_and_checks_utf8_only_for_text_types(cli: Cli) -> No
     small = {"RIDDLECTL_MAX_DATA_BYTES": "8"}
     too_big = cli("submit", "--question", "x =", "--data", "pic.png", env=small)
     assert too_big.code == 2
-    assert "'pic.png' is over the 8-byte limit" in too_big.err
+    assert f"{cli.data.resolve() / 'pic.png'} is over the 8-byte limit" in too_big.err
 
 
 def test_an_item_whose_type_no_extractor_reads_fails_its_riddle_at_once(

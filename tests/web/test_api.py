@@ -74,9 +74,12 @@ def test_actions_are_the_commands_and_are_logged_as_web(served: Served) -> None:
 def test_refused_action_says_why(served: Served) -> None:
     with served.client() as http:
         http.post("/api/submit", json=example(id="act-2"))
-        refused = http.post("/api/release", json={"ids": ["act-2"]})
+        http.post("/api/cancel", json={"ids": ["act-2"]})
+        refused = http.post("/api/hold", json={"ids": ["act-2"]})
         assert refused.status_code == 400
-        assert refused.json()["refused"][0]["error"] == "act-2: not held: it is in incoming/"
+        assert (
+            refused.json()["refused"][0]["error"] == "act-2: cannot hold: it is in failed/, final"
+        )
         bad_step = http.post("/api/retry", json={"ids": ["act-2"], "from": "dance"})
         assert bad_step.status_code == 422  # refused by the schema before any action
         assert bad_step.json()["detail"][0]["loc"] == ["body", "from"]

@@ -54,7 +54,7 @@ def test_action_on_one_riddle_returns_to_its_page(served: Served) -> None:
 def test_action_on_ticked_rows_acts_on_those_it_can(served: Served) -> None:
     with served.client(**SAME_ORIGIN) as http:
         http.post("/api/submit", json=[example(id="tick-1"), example(id="tick-2")])
-        http.post("/api/hold", json={"ids": ["tick-2"]})
+        http.post("/api/cancel", json={"ids": ["tick-2"]})
         done = http.post(
             "/app/act",
             data={
@@ -66,7 +66,7 @@ def test_action_on_ticked_rows_acts_on_those_it_can(served: Served) -> None:
         )
     assert done.status_code == 200
     assert "1 riddle held, 1 left as it was" in done.text
-    assert "tick-2: cannot hold: it is in hold/" in done.text
+    assert "tick-2: cannot hold: it is in failed/, final" in done.text
 
 
 def test_action_on_everything_matching_asks_first(served: Served) -> None:
@@ -186,11 +186,11 @@ def _note(page: str) -> str:
 def test_an_action_refused_on_a_riddles_page_says_why_there(served: Served) -> None:
     with served.client(**SAME_ORIGIN) as http:
         http.post("/api/submit", json=example(id="note-refused"))
-        http.post("/api/hold", json={"ids": ["note-refused"]})
+        http.post("/api/cancel", json={"ids": ["note-refused"]})
         back = "/app/riddle/note-refused"
         refused = http.post("/app/act", data={"action": "hold", "id": "note-refused", "back": back})
     assert refused.status_code == 400
-    assert "cannot hold: it is in hold/" in _note(refused.text)
+    assert "cannot hold: it is in failed/, final" in _note(refused.text)
 
 
 def test_dashboard_draws_its_charts_and_the_series_are_json(served: Served) -> None:
