@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     """The `riddlectl` command. Ctrl-C while its modules load ends it as Ctrl-C ends any
     command (exit 130), not with a traceback of the import it interrupted."""
     try:
         from riddlectl.cli.app import main as run
     except KeyboardInterrupt:
         raise SystemExit(130) from None
-    run()
+    run(argv)
 
 
 __all__ = ["main"]

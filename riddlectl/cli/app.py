@@ -192,6 +192,7 @@ def usage_error(exc: Exception) -> int:
     message = format_message() if callable(format_message) else str(exc)
     message = message.strip().rstrip(".")
     message = message[:1].lower() + message[1:]
-    place = ctx.info_name if ctx is not None and ctx.parent is not None else None
+    # The command as typed (`cache clear`), not its last word.
+    place = ctx.command_path.partition(" ")[2] if ctx is not None and ctx.parent else None
     typer.echo(f"riddlectl: {place + ': ' if place else ''}{message}", err=True)
     return int(getattr(exc, "exit_code", ExitCode.USAGE))

@@ -55,6 +55,8 @@ def status(
     watch: Annotated[bool, typer.Option("--watch", help="Refresh every second.")] = False,
 ) -> None:
     """Counts per queue and recent riddles; or each given riddle's state."""
+    if ids and stage is not None:  # it would be dropped: ids name the riddles shown
+        fail("--stage: not with ids (it lists a queue; ids name the riddles)", ExitCode.USAGE)
     settings = resolve(ctx)
     spool = runtime.open_spool(settings, create=False)
     # Ids given (`-` among them) show those riddles only: `-` that reads none shows none.
@@ -184,6 +186,8 @@ def result(
     as_json: Annotated[bool, typer.Option("--json", help="The documents as JSON.")] = False,
 ) -> None:
     """Print each riddle's solution; exit 1 if one failed, 4 if one is not final."""
+    if timeout is not None and not wait:
+        fail("--timeout: only with --wait", ExitCode.USAGE)
     spool = runtime.open_spool(resolve(ctx), create=False)
     print_results(report.results(spool, read_ids(ids), wait=wait, timeout=timeout), as_json)
 

@@ -140,3 +140,27 @@ def test_a_missing_data_file_is_named_by_its_absolute_path_from_anywhere(
     (cli.spool / "incoming" / "m1.json").write_bytes(orjson.dumps(doc))
     assert cli("run", "--once", "--quiet").code == 1
     assert f"{looked_for} does not exist" in shown(cli, "m1")["error"]
+
+
+@pytest.mark.parametrize(
+    ("args", "line"),
+    [
+        (["result", "r1", "--timeout", "3"], "--timeout: only with --wait"),
+        (
+            ["status", "r1", "--stage", "failed"],
+            "--stage: not with ids (it lists a queue; ids name the riddles)",
+        ),
+        (
+            ["status", "-", "--stage", "failed"],
+            "--stage: not with ids (it lists a queue; ids name the riddles)",
+        ),
+    ],
+)
+def test_kin_an_option_other_commands_would_drop_is_refused(
+    cli: Cli, args: list[str], line: str
+) -> None:
+    """The same rule beyond `submit`: an option that the rest of the command line would
+    make meaningless is refused, not dropped."""
+    assert cli("submit", "--id", "r1", "--question", "1 + 1 =").code == 0
+    refused = cli(*args, input="r1\n")
+    assert (refused.code, refused.out, refused.err) == (2, "", f"riddlectl: {line}\n")
