@@ -109,7 +109,8 @@ def test_run_for_good_stopped_by_sigterm_is_exit_0(cli: Cli) -> None:
 
 def test_status_watch_and_events_follow_end_with_130(cli: Cli) -> None:
     submit(cli, "seen")
-    for args in (("status", "--watch"), ("status", "--watch", "--jsonl"), ("events", "-f")):
+    watched = (("status", "--watch"), ("status", "--watch", "--jsonl"), ("events", "-n", "1", "-f"))
+    for args in watched:
         watching = cli.popen(*args)
         until(printed_a_line(watching.stdout), watching, f"printed from {args}")
         status, out, _ = stop(watching, signal.SIGINT)
