@@ -259,9 +259,9 @@ def trend_series(
     """The dashboard's series over the last hour (a point per minute), day (per 15
     minutes) or week (per hour): `starts` (each point's start, seconds since the epoch),
     `per_minute.finished`/`failed` (riddles moved to done/ and failed/, per minute on
-    average over the point), `depth` (riddles in each waiting queue at the point's end),
-    `handler_ms` (handler time p50/p95 per stage, in milliseconds; null without an
-    attempt)."""
+    average over the point), `depth` (riddles in each waiting queue at the point's end;
+    null before the spool's first event), `handler_ms` (handler time p50/p95 per stage,
+    in milliseconds; null without an attempt)."""
     return service(request).trends(window)
 
 

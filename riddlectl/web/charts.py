@@ -44,7 +44,8 @@ def _frame(
     plot_w, plot_h = W - LEFT - RIGHT, H - TOP - BOTTOM
     out = [
         f'<svg id="{chart_id}" class="chart" viewBox="0 0 {W} {H}" role="img" '
-        f'aria-labelledby="{chart_id}-title" xmlns="http://www.w3.org/2000/svg">',
+        f'aria-labelledby="{chart_id}-title" aria-describedby="{chart_id}-desc" '
+        'xmlns="http://www.w3.org/2000/svg">',
         f'<title id="{chart_id}-title">{escape(title)}</title>',
         f'<defs><pattern id="{chart_id}-hatch" width="6" height="6" '
         'patternUnits="userSpaceOnUse" patternTransform="rotate(45)">'
@@ -77,6 +78,16 @@ def _frame(
     return out
 
 
+def _desc(chart_id: str, unit: str, series: Mapping[str, Sequence[float | None]]) -> str:
+    """The chart in words (its text alternative): each series' latest value."""
+    said = []
+    for name, points in series.items():
+        known = [v for v in points if v is not None]
+        said.append(f"{name} {_number(known[-1])}" if known else f"{name} no data")
+    text = f"{unit}, latest: {', '.join(said)}" if said else f"{unit}: no data"
+    return f'<desc id="{chart_id}-desc">{escape(text)}</desc>'
+
+
 def _span(step_seconds: int) -> str:
     minutes = step_seconds // 60
     return "minute" if minutes == 1 else f"{minutes} minutes" if minutes < 60 else "hour"
@@ -94,6 +105,7 @@ def bars(
     names = list(series)
     top = _scale(max((v for values in series.values() for v in values), default=0.0))
     out = _frame(chart_id, title, unit, top, starts, step)
+    out.append(_desc(chart_id, unit, series))
     plot_w, plot_h = W - LEFT - RIGHT, H - TOP - BOTTOM
     count = max(1, len(starts))
     slot = plot_w / count
@@ -137,6 +149,7 @@ def lines(
     values = [v for points in series.values() for v in points if v is not None]
     top = _scale(max(values, default=0.0))
     out = _frame(chart_id, title, unit, top, starts, step)
+    out.append(_desc(chart_id, unit, series))
     plot_w, plot_h = W - LEFT - RIGHT, H - TOP - BOTTOM
     count = max(1, len(starts))
     for k, (name, points) in enumerate(series.items()):

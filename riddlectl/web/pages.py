@@ -321,11 +321,6 @@ def _charts(request: Request, window: str) -> dict[str, Any]:
     chosen = trends.WINDOWS.get(window, trends.WINDOWS["hour"])
     data = _web(request).trends(chosen.name)
     starts, step = data["starts"], data["step_seconds"]
-    handler = {
-        f"{stage} {q}": values[q]
-        for stage, values in data["handler_ms"].items()
-        for q in ("p50", "p95")
-    }
     drawn = [
         charts.bars(
             "chart-throughput", f"Riddles finished and failed, {chosen.label}",
@@ -336,11 +331,18 @@ def _charts(request: Request, window: str) -> dict[str, Any]:
             "chart-depth", f"Queue depths, {chosen.label}", "riddles waiting", starts, step,
             _drawn_depths(data["depth"]),
         ),
-        charts.lines(
-            "chart-handlers", f"Handler time per stage, {chosen.label}", "milliseconds (p50, p95)",
-            starts, step, handler,
-        ),
     ]  # fmt: skip
+    # Handler times as small multiples: one chart per stage (p50 and p95), on the same
+    # time axis, rather than every stage's lines crammed into one with a cut legend.
+    for stage, values in data["handler_ms"].items() or [("", {"p50": [], "p95": []})]:
+        drawn.append(
+            charts.lines(
+                f"chart-handlers-{stage}" if stage else "chart-handlers-none",
+                f"Handler time of {stage or 'each stage'}, {chosen.label}",
+                f"{stage or 'handler'} time, milliseconds", starts, step,
+                {q: values[q] for q in ("p50", "p95")},
+            )
+        )  # fmt: skip
     totals = {name: round(sum(v) * chosen.step) for name, v in data["per_minute"].items()}
     return {
         "window": chosen,
@@ -350,7 +352,7 @@ def _charts(request: Request, window: str) -> dict[str, Any]:
     }
 
 
-def _drawn_depths(depth: dict[str, list[int]]) -> dict[str, list[int]]:
+def _drawn_depths(depth: dict[str, list[int | None]]) -> dict[str, list[int | None]]:
     """The queues that held a riddle in the range (incoming at least, for an empty chart)."""
     return {q: v for q, v in depth.items() if any(v)} or {"incoming": depth["incoming"]}
 

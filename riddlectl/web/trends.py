@@ -151,7 +151,8 @@ def series(
 ) -> dict[str, Any]:
     """The trend series of `window` ending now: one point per bucket (its start, in
     seconds since the epoch) for finished and failed riddles per minute, the depth of each
-    waiting queue at the bucket's end, and handler time p50/p95 per stage in ms."""
+    waiting queue at the bucket's end (None before the first event folded), and handler
+    time p50/p95 per stage in ms."""
     now = time.time() if now is None else now
     last = int(now // 60)
     first = (last - window.minutes + 1) // window.step * window.step
@@ -172,10 +173,15 @@ def series(
         name: [round(n / window.step, 3) for n in ins[queue]]
         for name, queue in (("finished", "done"), ("failed", "failed"))
     }
-    depth = {}
+    # Before the spool's first event nothing is known of a queue's depth: those points
+    # are None (not drawn), never the depth now carried back over time it did not exist.
+    known_from = _first_minute(conn)
+    known = count - 1 if known_from is None else max(0, (known_from - first) // window.step)
+    depth: dict[str, list[int | None]] = {}
     for queue in WAITING:
-        level, points = int(depths.get(queue, 0)), [0] * count
-        for slot in range(count - 1, -1, -1):  # a bucket's end: now, less what came after
+        level = int(depths.get(queue, 0))
+        points: list[int | None] = [None] * count
+        for slot in range(count - 1, known - 1, -1):  # a bucket's end: now, less what came after
             points[slot] = max(0, level)
             level -= net_after[queue][slot]
         depth[queue] = points
@@ -187,6 +193,12 @@ def series(
         "depth": depth,
         "handler_ms": _percentiles(index, window, first, count),
     }
+
+
+def _first_minute(conn: sqlite3.Connection) -> int | None:
+    """The minute of the first event folded (one step down the primary key)."""
+    row = conn.execute("SELECT min(minute) FROM moves").fetchone()
+    return None if row is None or row[0] is None else int(row[0])
 
 
 def _percentiles(index: Index, window: Window, first: int, count: int) -> dict[str, Any]:

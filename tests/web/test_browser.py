@@ -109,10 +109,6 @@ def test_pose_watch_open_retry(server: Served, page: Any) -> None:
         # No reload: the live stream tells the tab, which fetches its rows again.
         page.wait_for_selector(f"tr:has(a[href='/app/riddle/{riddle_id}']) .queue.q-done")
         assert page.inner_text("#counts [data-queue=done] .n") == "1"
-        if SCREENSHOTS:
-            _dress(server)
-            page.wait_for_timeout(4000)  # the agents and the live table catch up
-        _shoot(page, "table.png")
         page.click(f"a[href='/app/riddle/{riddle_id}']")
         assert page.inner_text("#solution").startswith("150")
         page.select_option("#riddle-actions select[name=from]", "validate")
@@ -185,23 +181,11 @@ def _attacker_site(target: str) -> http.server.ThreadingHTTPServer:
     return site
 
 
-def _dress(server: Served) -> None:
-    """A few more riddles, so that the table's screenshot shows what a table holds."""
-    questions = ["x + y =", "x * z =", "(x + y) * z =", "x - y =", "y / x =", "x ^ 2 ="]
-    questions += ["x / 0 =", "What is q + 1?", "x * y * z =", "z - x =", "x + y + z ="]
-    with server.client() as http:
-        for n, question in enumerate(questions):
-            doc = {
-                "riddle": {"context": "[Taschenrechner]", "question": question},
-                "data": [{"type": "text", "file_plain": f"example/{v}.txt"} for v in "xyz"],
-                "priority": n % 3,
-            }
-            http.post("/api/submit", json=doc).raise_for_status()
-
-
 def _shoot(page: Any, name: str) -> None:
     """The screenshots shown in the README, taken as the test passes through (only when
-    asked for: a test run leaves the checkout as it found it)."""
+    asked for: a test run leaves the checkout as it found it). The form and a riddle's
+    page here; the dashboard, the table, the agents and the files set aside in light,
+    dark and at 768 px in `test_browser_look`."""
     if SCREENSHOTS:
         Path(SCREENSHOTS).mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(Path(SCREENSHOTS) / name), full_page=True)
@@ -305,16 +289,22 @@ def test_dashboard_draws_its_charts(any_server: Served, page: Any) -> None:
         cancelled = http.post("/api/cancel", json={"ids": ["d0"]})
         assert cancelled.status_code == 200, cancelled.text
     page.goto(f"{any_server.url}/app")
-    for chart in ("#chart-throughput", "#chart-depth", "#chart-handlers"):
+    for chart in ("#chart-throughput", "#chart-depth", "svg[id^='chart-handlers']"):
         box = _drawn_box(page, chart)
         assert box["width"] > 300 and box["height"] > 100, (chart, box)
+    # No legend runs past its chart's edge.
+    cut = page.locator("svg.chart text.legend").evaluate_all(
+        "els => els.filter(e => { const b = e.getBBox(); "
+        "return b.x + b.width > e.ownerSVGElement.viewBox.baseVal.width; })"
+        ".map(e => e.textContent)"
+    )
+    assert cut == [], cut
     page.wait_for_selector("#chart-depth text.legend")
     _until_text(page, "#totals", "1 failed")
     # Live: a riddle failed while the page is open shows without a reload.
     assert any_server.cli("cancel", "d1").code == 0
     _until_text(page, "#totals", "2 failed")
     assert "incoming" in page.text_content("#chart-depth")
-    _shoot(page, "dashboard.png")
     page.click("#window-week")
     page.wait_for_url("**/app?window=week")
     assert page.locator("#chart-throughput").count() == 1
@@ -333,7 +323,6 @@ def test_a_corrupt_file_fixed_in_the_editor_reaches_done(any_server: Served, pag
         spool.close()
     page.goto(f"{any_server.url}/app/corrupt")
     assert "typo.json" in page.inner_text("main")
-    _shoot(page, "corrupt.png")
     page.click("text=Edit and submit again")
     page.fill("#corrupt-text", '{"riddle": {"question": "x * y ="},\n "data": [}')
     page.click("#corrupt-submit")
@@ -379,8 +368,6 @@ def test_dark_mode_and_768_px(server: Served, browser: Any) -> None:
         page.goto(f"{server.url}/app/table")
         background = page.evaluate("getComputedStyle(document.body).backgroundColor")
         assert background == "rgb(20, 24, 29)"
-        page.goto(f"{server.url}/app")
-        _shoot(page, "dark.png")
     finally:
         context.close()
 

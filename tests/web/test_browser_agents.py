@@ -13,7 +13,7 @@ import pytest
 from tests.cli.test_agents import SKIP_TO_SOLVE, hanging_agent
 from tests.conftest import ON_POSTGRES, Cli, example_doc, submit_documents
 from tests.web.conftest import start
-from tests.web.test_browser import _shoot, browser, page  # noqa: F401 - fixtures
+from tests.web.test_browser import browser, page  # noqa: F401 - fixtures
 
 pytestmark = pytest.mark.browser
 
@@ -60,7 +60,6 @@ def test_the_agents_page_shows_who_holds_what_and_who_died(
             )
             assert time.monotonic() - killed < 5.0
             expect(page.locator(f"#agents-alive tr[data-pid='{agent.pid}']")).to_have_count(0)
-            _shoot(page, "agents.png")  # one alive and idle, one died with its claim
     finally:
         idle.kill()
         idle.wait(30)

@@ -11,7 +11,7 @@ import pytest
 
 from tests.web.conftest import Served
 from tests.web.dressing import Dressed
-from tests.web.test_browser import browser  # noqa: F401 - the fixture
+from tests.web.test_browser import _shoot, browser  # noqa: F401 - the fixture
 
 pytestmark = pytest.mark.browser
 
@@ -161,3 +161,30 @@ def test_the_agent_that_died_comes_first_of_the_gone_and_stands_out(
     assert look.locator("#agents-gone tbody tr").first.get_attribute("data-pid") == str(
         made.killed_pid
     )
+
+
+SHOTS = {"dashboard": "/app", "table": "/app/table", "agents": "/app/agents"}
+SHOTS["corrupt"] = "/app/corrupt"
+VIEWS = {"": ("light", 1280), "-dark": ("dark", 1280), "-768": ("light", 768)}
+
+
+def test_the_pages_an_operator_opens_first(
+    dressed: tuple[Served, Dressed],
+    browser: Any,  # noqa: F811
+) -> None:
+    """The dashboard, the table, the agents after a `kill -9` and the files set aside, in
+    light and dark mode and at 768 px, each drawn whole (the README's screenshots, when
+    WEB_SCREENSHOTS names where to keep them)."""
+    server, made = dressed
+    for suffix, (theme, width) in VIEWS.items():
+        context = browser.new_context(viewport={"width": width, "height": 900}, color_scheme=theme)
+        page = context.new_page()
+        try:
+            for name, path in SHOTS.items():
+                page.goto(f"{server.url}{path}")
+                page.wait_for_selector("main")
+                assert page.evaluate("document.documentElement.scrollWidth") <= width
+                _shoot(page, f"{name}{suffix}.png")
+        finally:
+            context.close()
+    assert made.killed_pid

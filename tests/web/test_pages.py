@@ -201,8 +201,8 @@ def test_dashboard_draws_its_charts_and_the_series_are_json(served: Served) -> N
         for window in ("hour", "day", "week"):
             page = http.get("/app", params={"window": window})
             assert page.status_code == 200
-            for chart in ("chart-throughput", "chart-depth", "chart-handlers"):
-                assert f'<svg id="{chart}"' in page.text
+            for chart in ("chart-throughput", "chart-depth", "chart-handlers-"):
+                assert f'<svg id="{chart}' in page.text
             assert "riddles per minute" in page.text and "milliseconds" in page.text
         series = http.get("/api/trends", params={"window": "day"}).json()
         spec = http.get("/openapi.json").json()
@@ -292,3 +292,21 @@ def test_a_riddle_offers_only_the_retries_that_apply(fresh: Served) -> None:
     assert 'id="action-retry"' in pages[done] and "where it failed" not in pages[done]
     assert '<option value="solve" selected>' in pages[done]
     assert 'id="action-retry"' in pages[failed] and "where it failed" in pages[failed]
+
+
+def test_handler_times_are_one_small_chart_per_stage(fresh: Served) -> None:
+    """Each stage's p50 and p95 in a chart of its own (no legend of eight series to cut),
+    each with its latest values in words; the failed total says what it counts."""
+    with fresh.client() as http:
+        http.post("/api/submit", json=example(id="timed")).raise_for_status()
+    assert fresh.cli("run", "--once", timeout=120).code == 0
+    with fresh.client() as http:
+        fresh.wait_for(lambda: "validate" in http.get("/api/trends").json()["handler_ms"])
+        page = http.get("/app").text
+    for stage in ("extract", "solve", "validate"):
+        chart = re.search(rf'<svg id="chart-handlers-{stage}".*?</svg>', page, re.S)
+        assert chart, stage
+        legends = re.findall(r'<text class="legend"[^>]*>([^<]*)</text>', chart.group(0))
+        assert [legend.split()[-1] for legend in legends] == ["p50", "p95"], legends
+        assert re.search(r"<desc [^>]*>[^<]*latest: p50 [\d.]+, p95 [\d.]+</desc>", chart.group(0))
+    assert "counts each time" in page
