@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import abc
 import contextlib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from typing import Any
 
 # One event as it is logged; which fields it has is the pipeline's business, not the log's.
@@ -38,6 +38,12 @@ class EventLog(abc.ABC):
         """Around a commit that `events` describe: held while it runs, appended once it
         is made. If it raises part way, the events whose commit did take place
         (`committed(event)`) are appended, the others not, and the error goes on."""
+
+    def made(self, ids: Collection[str] | None = None) -> None:  # noqa: B027 - optional hook
+        """The commit this thread's `committing` is around has been made, for the riddles
+        `ids` (None: all), and they are not let go yet: a log that appends after the
+        commit appends their events now, so that whoever takes a riddle up next logs
+        after it (a riddle's events in the order they took place)."""
 
     @abc.abstractmethod
     def recover(self, committed: Committed) -> int:

@@ -22,7 +22,7 @@ import fcntl
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +43,7 @@ class FsEventLog(EventLog):
         self.max_bytes = max_bytes
         self.rotated = self.path.with_name(self.path.name + ".1")
         self.journals = self.path.with_name(JOURNALS)
+        self._held = threading.local()  # the events of this thread's commit, until appended
 
     def append_many(self, events: Sequence[Event]) -> None:
         """Append events in one `write(2)`: whole lines, never interleaved with others'."""
@@ -86,15 +87,29 @@ class FsEventLog(EventLog):
         lines = _lines(events)
         journal = _journal(self.journals)
         journal.hold(lines)
+        self._held.events = list(events)
         try:
             yield
         except BaseException:
+            left, self._held.events = self._held.events, []  # those `made` did not append
             with contextlib.suppress(Exception):
-                self.append_many([event for event in events if committed(event)])
+                self.append_many([event for event in left if committed(event)])
             journal.clear()
             raise
-        self._write(lines)
+        self.made()
         journal.clear()
+
+    def made(self, ids: Collection[str] | None = None) -> None:
+        """Append the events of this thread's commit about `ids` (None: all) now, once:
+        the spool calls this when their documents are in place, before it lets the
+        riddles go."""
+        held: list[Event] = getattr(self._held, "events", None) or []
+        now = [event for event in held if ids is None or event.get("id") in ids]
+        if now:
+            self._held.events = [
+                event for event in held if not (ids is None or event.get("id") in ids)
+            ]
+            self.append_many(now)
 
     def recover(self, committed: Callable[[Event], bool]) -> int:
         """Settle the journals of dead writers on this host (see the module's docstring);

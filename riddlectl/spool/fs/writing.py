@@ -95,6 +95,8 @@ class Writing(Intake):
             placed = [(queue or route(r), stamp(r)) for r in riddles]
             unflushed = self._store_many(placed)
             stored = True
+            # Logged before an agent can take one up and log after it.
+            self.events.made({riddle.id or "" for riddle in riddles})
         finally:
             for lock, riddle_id in locks:
                 if stored:
@@ -126,6 +128,9 @@ class Writing(Intake):
             for (claim, r, to), (_, data) in zip(stamped, files, strict=True)
         )
         unflushed = atomic.publish(files, self.tmp_dir, durable=self.durable, checkpoints=True)
+        # Logged while the riddles are still held: the agent that takes one up next logs
+        # after this commit's events, never before them.
+        self.events.made()
         # A riddle moving on to another stage's inbox is let go as soon as it is there
         # (the document is flushed, the record blanked): the next stage's agent, woken by
         # the rename, claims it while this one flushes the directory; the older copy it
