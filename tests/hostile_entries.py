@@ -123,12 +123,15 @@ def outside_state(outside: Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in sorted(outside.iterdir())}
 
 
-def make_entries(directory: Path, outside: Path, ext: str = ".json") -> list[str]:
-    """Every kind of entry in `directory`; their names."""
+def make_entries(
+    directory: Path, outside: Path, ext: str = ".json", named: Callable[[str], str] = str
+) -> list[str]:
+    """Every kind of entry in `directory`, each kind without a name of its own named
+    `named(KEY + ext)`; their names."""
     directory.mkdir(parents=True, exist_ok=True)
     names = []
     for kind in KINDS:
-        name = kind.entry_name(ext)
+        name = kind.name or named(kind.entry_name(ext))
         kind.make(directory / name, outside)
         names.append(name)
     return names

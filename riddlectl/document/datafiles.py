@@ -17,7 +17,7 @@ from pathlib import Path
 
 from riddlectl.document.codec import read_at_most
 from riddlectl.document.datatypes import text_types
-from riddlectl.entries import shown
+from riddlectl.entries import NotRegular, open_regular, shown
 from riddlectl.errors import InvalidData
 
 __all__ = ["check", "read", "real_dir", "resolve", "resolve_stat", "text_types"]
@@ -106,9 +106,14 @@ def read(
 ) -> bytes:
     """The content of a resolved data file, refusing oversize and (for the text types)
     non-UTF-8."""
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:  # resolved and checked already: a FIFO put in its place since is not waited on
+        fd, info = open_regular(path)
+    except NotRegular as exc:
+        raise InvalidData(
+            f"{os.path.basename(path)} is not a regular file ({exc.kind})", where=where, field=field
+        ) from None
     try:
-        content = read_at_most(fd, max_bytes + 1, os.fstat(fd).st_size)
+        content = read_at_most(fd, max_bytes + 1, info.st_size)
     finally:
         os.close(fd)
     if len(content) > max_bytes:

@@ -13,6 +13,7 @@ kind, place or command is one line of its table.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import shutil
 import subprocess
@@ -62,6 +63,13 @@ class Place:
     where: Callable[[Path, Path], Path]
     ext: str = ".json"
     spools: tuple[str, ...] = ("fs",)
+    named: Callable[[str], str] = str  # an entry's name there, from its kind's
+
+
+def _cache_key(name: str) -> str:
+    """A name the extraction cache takes for one of its own (and so reads)."""
+    digest = hashlib.sha256(name.encode()).hexdigest()
+    return f"{digest}.{digest[:12]}.json"
 
 
 PLACES = [
@@ -69,7 +77,7 @@ PLACES = [
     Place("corrupt", lambda spool, base: spool / "corrupt"),
     Place("ingest", lambda spool, base: base / "inbox", spools=("fs", "postgres")),
     Place("data", lambda spool, base: base / "data" / "hostile", ".txt", ("fs", "postgres")),
-    Place("cache", lambda spool, base: spool / "cache" / "extractions"),
+    Place("cache", lambda spool, base: spool / "cache" / "extractions", named=_cache_key),
     Place("tmp", lambda spool, base: spool / "tmp"),
 ]
 
@@ -196,7 +204,7 @@ def prepare(place: Place, base: Path, spool: str) -> Spot:
     outside = make_outside(base)
     root = base / "spool"
     directory = place.where(root, base)
-    names = make_entries(directory, outside, place.ext)
+    names = make_entries(directory, outside, place.ext, place.named)
     if place.key == "data":  # riddles dropped in that name each data entry
         inbox = base / "inbox"
         inbox.mkdir()

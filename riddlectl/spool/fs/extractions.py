@@ -17,11 +17,13 @@ from typing import Any
 import orjson
 
 from riddlectl import inflight
+from riddlectl.entries import read_regular
 from riddlectl.spool.extractions import KEPT, OWN_PATH, ExtractionCache, object_of
 from riddlectl.spool.fs import atomic
 from riddlectl.spool.fs.locks import Lock
 
 MAKE_WAIT = 600.0  # seconds to wait for another agent making the same extraction
+READ_AT_MOST = 1 << 30  # bytes of an extraction read: a bound, not a limit one meets
 
 
 class FsExtractionCache(ExtractionCache):
@@ -118,9 +120,8 @@ class FsExtractionCache(ExtractionCache):
             path = os.path.realpath(os.path.join(root, reference))
             if not path.startswith(root + os.sep):
                 return None
-        try:
-            with open(path, "rb") as handle:
-                return handle.read()
+        try:  # no FIFO or link put in the cache is waited on or followed
+            return read_regular(path, READ_AT_MOST)
         except OSError:
             return None
 
@@ -135,8 +136,7 @@ def _scan(directory: Path) -> list[os.DirEntry[str]]:
 
 def _extractor_of(path: str) -> str | None:
     try:
-        with open(path, "rb") as handle:
-            value = orjson.loads(handle.read())
+        value = orjson.loads(read_regular(path, READ_AT_MOST))
     except (OSError, orjson.JSONDecodeError):
         return None
     return value.get("extractor") if isinstance(value, dict) else None
