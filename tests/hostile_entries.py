@@ -11,7 +11,9 @@ to), change anything outside the spool, or lose a riddle."""
 from __future__ import annotations
 
 import os
+import shutil
 import socket
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,9 +54,13 @@ def _fifo(path: Path, outside: Path) -> None:
 
 
 def _socket(path: Path, outside: Path) -> None:
+    # bound under a short path (AF_UNIX allows 107 bytes), then moved into place
+    short = tempfile.mkdtemp(prefix="sock", dir="/tmp")
     sock = socket.socket(socket.AF_UNIX)
-    sock.bind(str(path))
+    sock.bind(f"{short}/s")
     sock.close()
+    shutil.move(f"{short}/s", path)
+    os.rmdir(short)
 
 
 def _link_inside(path: Path, outside: Path) -> None:

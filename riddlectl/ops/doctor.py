@@ -12,12 +12,18 @@ only reported: a person decides what it was.
 
 from __future__ import annotations
 
-from typing import Any
+import contextlib
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
 from riddlectl.entries import shown
+from riddlectl.errors import InvalidDocument
 from riddlectl.pipeline.jobs import Pipeline
-from riddlectl.spool.contract import Finding
+from riddlectl.spool.contract import Finding, Spool
 from riddlectl.spool.states import FINAL, Queue
+
+if TYPE_CHECKING:
+    from riddlectl.document.model import Riddle
 
 # The order findings are reported in, by kind; a kind not named here comes last.
 ORDER = (
@@ -59,7 +65,7 @@ def family(pipeline: Pipeline, fix: bool = False) -> list[Finding]:
     spool = pipeline.spool
     findings = []
     for queue in Queue:
-        for riddle in spool.iter_queue(queue) if queue not in FINAL else ():
+        for riddle in _readable(spool, queue) if queue not in FINAL else ():
             if riddle.parent_id and spool.find(riddle.parent_id) is None:
                 finding = Finding("orphan", riddle.id or "", f"parent {riddle.parent_id} is gone")
                 if fix:
@@ -73,6 +79,16 @@ def family(pipeline: Pipeline, fix: bool = False) -> list[Finding]:
                 finding.fixed = pipeline.parents.resume(parent_id)
             findings.append(finding)
     return findings
+
+
+def _readable(spool: Spool, queue: Queue) -> Iterator[Riddle]:
+    """The riddles of `queue` that read: a drop-in that does not (too large, no JSON) is
+    no riddle yet, and its agent sets it aside; doctor reports what is set aside."""
+    for riddle_id in spool.ids(queue):
+        with contextlib.suppress(InvalidDocument):
+            riddle = spool.read(queue, riddle_id)
+            if riddle is not None:
+                yield riddle
 
 
 def _detach(pipeline: Pipeline, riddle_id: str) -> bool:

@@ -11,7 +11,9 @@ are removed. Strays are only reported: a person decides what they were.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import stat
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -58,7 +60,8 @@ def sweep(spool: Mended) -> None:
     """Tidy what dead agents left (temp files, claim records of final riddles); agents
     do this when they start."""
     for path in stale_tmp(spool):
-        path.unlink(missing_ok=True)
+        with contextlib.suppress(IsADirectoryError):  # a person's: doctor reports it
+            path.unlink(missing_ok=True)
     for riddle_id in stale_claims(spool):
         clear_claim(spool, riddle_id)
 
@@ -160,13 +163,20 @@ def _tmp_leftovers(spool: Mended, fix: bool) -> list[Finding]:
     stale = set(stale_tmp(spool))
     for entry in os.scandir(spool.root / "tmp"):
         path = Path(entry.path)
-        age = now - entry.stat().st_mtime
+        try:  # the entry itself: a link is not followed, wherever it leads
+            info = entry.stat(follow_symlinks=False)
+        except FileNotFoundError:
+            continue
+        age = now - info.st_mtime
         owner = atomic.tmp_owner(entry.name)
         local = owner is not None and owner[0] == hostname()
         if entry.name.startswith(".") or (path not in stale and (local or age < TMP_GRACE)):
             continue
-        finding = Finding("tmp-leftover", entry.name, f"{age:.0f} s old")
-        if fix:
+        kind = kind_of(info.st_mode)
+        finding = Finding(
+            "tmp-leftover", entry.name, f"{age:.0f} s old" + (f", {kind}" if kind else "")
+        )
+        if fix and not stat.S_ISDIR(info.st_mode):  # a directory is a person's to remove
             path.unlink(missing_ok=True)
             finding.fixed = True
         findings.append(finding)
