@@ -87,6 +87,8 @@ class FsExtractionCache(ExtractionCache):
                 f"cache/extractions/{entry.name}"
             ):
                 continue
+            if entry.is_dir(follow_symlinks=False):  # no extraction: a person's to remove
+                continue
             if extractor is not None and _extractor_of(entry.path) != extractor:
                 continue
             with contextlib.suppress(FileNotFoundError):
