@@ -300,6 +300,16 @@ def final(cli: Cli, riddle_id: str) -> tuple[str, dict]:
     raise AssertionError(f"{riddle_id} is not final")
 
 
+def logged_events(cli: Cli) -> list[dict]:
+    """The event log as stored, to compare with a riddle's history: `events` adds each
+    event's time in ISO 8601 (`at`) as it prints, which the history does not hold."""
+    res = cli("events")
+    assert res.code == 0, res.err
+    return [
+        {k: v for k, v in orjson.loads(line).items() if k != "at"} for line in res.out.splitlines()
+    ]
+
+
 def write_json(path: Path, value: object) -> Path:
     path.write_bytes(orjson.dumps(value))
     return path

@@ -20,17 +20,14 @@ import pytest
 from riddlectl.identity import hostname
 from riddlectl.spool import crashpoints
 from riddlectl.spool.states import Queue
-from tests.conftest import Cli, example_doc
+from tests.conftest import Cli, example_doc, logged_events
 
 # The points of a commit after its document is stored and before its events are logged.
 AFTER_STORING = ("renamed", "source-removed", "lock-released")
 STAGES_BEFORE = {"extract": (), "solve": ("extract",), "validate": ("extract", "solve")}
 
 
-def logged(cli: Cli) -> list[dict]:
-    res = cli("events")
-    assert res.code == 0, res.err
-    return [orjson.loads(line) for line in res.out.splitlines()]
+logged = logged_events
 
 
 def key(event: dict) -> tuple:

@@ -9,10 +9,9 @@ import os
 from pathlib import Path
 from typing import Any
 
-import orjson
 import pytest
 
-from tests.conftest import Cli, example_doc, write_json
+from tests.conftest import Cli, example_doc, logged_events, write_json
 from tests.endpoint import Endpoint, Scripted, completion, serving
 
 KEY = "sk-test-5b1d8e0c2f-do-not-leak"
@@ -65,8 +64,7 @@ def test_a_solution_from_the_model_with_its_usage_in_history_and_events(
     [solved] = entries(doc, "solve")
     usage = {"model": "scripted", "calls": 1, "prompt_tokens": 11}
     assert usage.items() <= solved["usage"]["openai:tiny-1"].items()
-    logged = [orjson.loads(line) for line in model_cli("events").out.splitlines()]
-    assert solved in logged
+    assert solved in logged_events(model_cli)
     [request] = endpoint.seen(PATH)
     assert request.headers["authorization"] == f"Bearer {KEY}"
     body = request.json()

@@ -14,10 +14,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import orjson
 import pytest
 
-from tests.conftest import Cli, example_doc, write_json
+from tests.conftest import Cli, example_doc, logged_events, write_json
 from tests.endpoint import Proxy, proxying
 from tests.models.conftest import MODEL
 
@@ -98,7 +97,7 @@ def _rejected_block(prompt: str) -> list[str]:
 def assert_usage_recorded(doc: dict[str, Any], cli: Cli) -> None:
     solves = [e for e in doc["history"] if e["stage"] == "solve" and e["outcome"] == "ok"]
     assert solves
-    logged = [orjson.loads(line) for line in cli("events").out.splitlines()]
+    logged = logged_events(cli)
     for entry in solves:
         usage = entry["usage"][HANDLER]
         assert usage["model"] == MODEL and usage["calls"] == 1
