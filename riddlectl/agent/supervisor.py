@@ -216,14 +216,16 @@ def patiently(start: Callable[[], T], stop: threading.Event, agent: str | None =
             if not waited:
                 log.warning(
                     "spool-waiting",
-                    extra={"agent": agent, "error": str(exc), "retry": f"up to {AWAIT_CAP:g} s"},
+                    extra={"agent": agent, "error": str(exc), "retry": f"in {delay:g} s"},
                 )
                 waited = True
             stop.wait(delay)
             delay = min(AWAIT_CAP, delay * 2)
             continue
         if waited:
-            log.info("spool-back", extra={"agent": agent, "spool": "connected"})
+            # The words of the worker's DiskTrouble: one line to look for, whichever
+            # waited (starting up here, or an agent at work there).
+            log.info("spool-back", extra={"agent": agent, "spool": "can be used again"})
         return begun
     return None
 
