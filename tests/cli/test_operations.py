@@ -105,7 +105,7 @@ def test_status_json_jsonl_stage_and_ids(cli: Cli) -> None:
         orjson.loads(line)
         for line in cli("status", "--jsonl", "--stage", "extract").out.splitlines()
     ]
-    assert [r["id"] for r in rows] == ["s1", "s2"]
+    assert [r["id"] for r in rows] == ["s2", "s1"]  # newest first
     assert cli("status", "--jsonl", "--stage", "done").out == ""
     one = cli("status", "s2", "--json").json()["riddles"]
     assert one[0]["queue"] == "incoming" and one[0]["priority"] == 3
@@ -131,9 +131,11 @@ def test_hold_release_cancel_retry(cli: Cli) -> None:
     assert cli("hold", "h1").code == 0
     assert cli("run", "--once").code == 0
     assert cli("status", "h1", "--json").json()["riddles"][0]["queue"] == "hold"
-    assert cli("hold", "h1").code == 2
+    assert cli("hold", "h1").code == 0  # already so: left as it is
+    assert cli("status", "h1", "--json").json()["riddles"][0]["queue"] == "hold"
     assert cli("release", "h1").out == "h1\tincoming\n"
-    assert cli("release", "h1").code == 2
+    assert cli("release", "h1").code == 0
+    assert cli("status", "h1", "--json").json()["riddles"][0]["queue"] == "incoming"
     submit_flags(cli, "c1")
     assert cli("cancel", "c1").code == 0
     cancelled = cli("show", "c1").json()
