@@ -75,7 +75,9 @@ def test_help_lists_every_command_with_its_help_line(cli: Cli) -> None:
     shown = cli("--help")
     assert shown.code == 0, shown.err
     listed = shown.out.split("Commands:", 1)[1].splitlines()
-    lines = {line.split()[0]: line for line in listed if line.strip()}
+    # A command's line starts two spaces in; its whole summary may wrap onto lines
+    # indented further, which name no command.
+    lines = {line.split()[0]: line for line in listed if line[:2] == "  " and line[2:3] != " "}
     assert list(lines) == list(COMMANDS)
     for name, line in lines.items():
         assert len(line.split()) > 1, f"{name} has no help line"
