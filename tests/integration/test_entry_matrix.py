@@ -144,7 +144,7 @@ COMMANDS = [
     command("corrupt list --json", _once("corrupt", "list", "--json"), "corrupt"),
     command("corrupt show", _per_entry("corrupt", "show", "{name}"), "corrupt", codes="023"),
     command("doctor", _once("doctor"), *STORE, codes="01"),
-    command("copy", _copy, *STORE, "ingest", codes="02"),
+    command("copy", _copy, *STORE, "ingest", codes="012"),  # 1: an entry it could not copy
     command("cache clear --extractor", _once("cache", "clear", "--extractor", "text"), "cache"),
     command("submit --data", _submit_data, "data", codes="02"),
     command("ingest", _once("ingest", "{dir}"), "ingest"),
