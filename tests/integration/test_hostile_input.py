@@ -382,9 +382,9 @@ def test_submit_flags_refuse_hostile_id_and_path(cli: Cli, spool_dir: Path) -> N
     ]
     by_id, by_path = cli_many(cli, calls)
     assert by_id.code == 2, (by_id.code, by_id.err)
-    one_error_line(by_id, "--question", "id")
+    one_error_line(by_id, "--id", "not a valid id")  # the option the user typed
     assert by_path.code == 2, (by_path.code, by_path.err)
-    one_error_line(by_path, "--question", "data[0].file_plain", "absolute")
+    one_error_line(by_path, "--data", "/etc/passwd", "absolute")
     assert_nothing_written(spool_dir)
 
 
