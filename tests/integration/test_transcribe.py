@@ -66,8 +66,9 @@ def test_seed_riddle_heard_through_the_endpoint_answers_170(
     synthesise("z equals twenty", cli.data / "z.wav", "en-us", rate=22050)
     submit_documents(cli, seed_riddle("heard"))
     run(cli, transcribe_server, "transcribe:tiny.en", "text")
+    queue, doc = final(cli, "heard")
+    assert queue == "done", (doc.get("error"), doc.get("history"), doc.get("rejected"))
     assert cli("result", "heard").out == "170\n"
-    _, doc = final(cli, "heard")
     extraction = orjson.loads((cli.spool / doc["data"][2]["file_extracted"]).read_bytes())
     assert extraction["extractor"] == "transcribe:tiny.en"
     assert extraction["variables"] == {"z": "20"}
