@@ -281,20 +281,12 @@ def pg_outcomes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, 
         yield play_all(tmp_path_factory.mktemp("matrix-pg"), "postgres", iter([first, second]))
 
 
-# Cases that fail for a cause being mended elsewhere, each with the cause.
-KNOWN = {
-    ("fs", "incoming", "status"): "a drop-in whose name is no id and that has no id of its "
-    "own is listed without one (status: exit 70)",
-}
-
-
 def params() -> list[object]:
     fs = [
         pytest.param(
             "fs",
             *case,
             id=f"fs-{case[0]}-{case[1]}",
-            marks=[pytest.mark.xfail(reason=KNOWN[key])] if (key := ("fs", *case)) in KNOWN else [],
         )
         for case in cases("fs")
     ]
