@@ -58,7 +58,8 @@ def _table(request: Request) -> dict[str, Any]:
     web = _web(request)
     chosen = tables.parse(dict(request.query_params))
     rows, cursor = tables.page(web.index, chosen)
-    return {"filter": chosen, "rows": rows, "next": cursor, "counts": web.counts()}
+    span = tables.span(web.index, chosen, len(rows))
+    return {"filter": chosen, "rows": rows, "next": cursor, "span": span, "counts": web.counts()}
 
 
 @router.get("/table", response_class=HTMLResponse)
@@ -396,6 +397,24 @@ def corrupt_edit(request: Request, name: str) -> HTMLResponse:
         request, "corrupt_edit.html", name=name, reason=corrupt.reason_of(spool, name),
         text=text, error="", lines=[],
     )  # fmt: skip
+
+
+@router.post("/corrupt/check", response_class=HTMLResponse)
+async def corrupt_check(request: Request) -> HTMLResponse:
+    """The editor's text checked as `resubmit` would check it, nothing stored: the error
+    beside its line, or how many riddles it would become (the editor asks as it is typed)."""
+    form = await request.form()
+    name, text = str(form.get("name") or ""), str(form.get("text") or "")
+    try:
+        checked, error = len(_web(request).check_corrupt(name, text.encode())), ""
+    except RiddleError as exc:
+        if http_status(exc) == 404:
+            raise
+        checked, error = 0, str(exc)
+    lines = _lines_with_error(text, error) if error else []
+    return render(
+        request, "corrupt_check.html", error=error, lines=lines, checked=checked, counts={}
+    )
 
 
 @router.post("/corrupt/resubmit", response_class=HTMLResponse)

@@ -159,6 +159,30 @@ def count(index: Index, chosen: Filter) -> int:
     return int(index.query(f"SELECT count(*) FROM riddles WHERE {clause}", params)[0][0])
 
 
+@dataclass(frozen=True)
+class Span:
+    """Where a page lies among the rows its filter matches: rows `first` to `last` (from
+    1) of `total`; `first` is 0 when the page is empty."""
+
+    first: int
+    last: int
+    total: int
+
+
+def span(index: Index, chosen: Filter, shown: int) -> Span:
+    """The span of a page of `shown` rows: how many rows match, and how many of them
+    come before the page's cursor (a keyset page knows no offset of its own)."""
+    total = count(index, chosen)
+    before = 0
+    if chosen.after is not None:
+        clause, params = where(chosen)
+        clause += " AND " + _AFTER[chosen.sort]
+        params += _cursor(chosen.after, chosen.sort)
+        after = int(index.query(f"SELECT count(*) FROM riddles WHERE {clause}", params)[0][0])
+        before = total - after
+    return Span(first=before + 1 if shown else 0, last=before + shown, total=total)
+
+
 def matching_ids(index: Index, chosen: Filter) -> list[str]:
     """Every id the filter matches (not just one page), in its order: for bulk actions."""
     clause, params = where(chosen)

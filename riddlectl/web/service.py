@@ -172,6 +172,11 @@ class Service:
         self._counts = None
         return ids
 
+    def check_corrupt(self, name: str, raw: bytes) -> list[Any]:
+        """The riddles the set-aside file `name`, corrected to `raw`, would become; the
+        first problem as `RiddleError`. Nothing is stored."""
+        return corrupt.check(self.spool, self.settings, name, raw)
+
     def drop_corrupt(self, names: list[str]) -> list[str]:
         dropped = corrupt.drop(self.spool, names)
         self._counts = None

@@ -159,17 +159,17 @@ def _flag_kind(answer: dict[str, Any] | None) -> str | bool | None:
 def when_tag(stamp: Any) -> Markup:
     """A time as people read it in a table (how long ago) in a `<time>` element that
     carries the absolute time: ISO 8601 in UTC as its `datetime`, the server's local time
-    and UTC on hover (the page's script puts the browser's own local time there), and
-    the local time as the text that the setting *absolute times* shows instead."""
+    and UTC on hover. The page's script puts the browser's own local time there, and
+    shows it as the text when the setting *Absolute times* is on."""
     if not isinstance(stamp, int | float):
         return Markup("")
     utc = datetime.fromtimestamp(stamp, tz=UTC)
     local = utc.astimezone()
     iso_utc = utc.isoformat(timespec="seconds").replace("+00:00", "Z")
     iso_local = local.isoformat(timespec="seconds")
-    return Markup(
-        '<time class="ago" datetime="{0}" title="{1} local · {0} UTC" data-abs="{2}">{3}</time>'
-    ).format(iso_utc, iso_local, local.strftime("%Y-%m-%d %H:%M:%S"), when(stamp))
+    return Markup('<time class="ago" datetime="{0}" title="{1} local · {0} UTC">{2}</time>').format(
+        iso_utc, iso_local, when(stamp)
+    )
 
 
 def when(stamp: Any) -> str:

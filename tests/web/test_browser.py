@@ -324,7 +324,11 @@ def test_a_corrupt_file_fixed_in_the_editor_reaches_done(any_server: Served, pag
     page.goto(f"{any_server.url}/app/corrupt")
     assert "typo.json" in page.inner_text("main")
     page.click("text=Edit and submit again")
+    page.wait_for_selector("#bad-line")  # why it was set aside, before anything is typed
     page.fill("#corrupt-text", '{"riddle": {"question": "x * y ="},\n "data": [}')
+    # Checked as it is typed: the error beside its line before anything is submitted.
+    page.wait_for_selector("#bad-line:has-text('not valid JSON')")
+    assert page.url.endswith("/app/corrupt/edit?name=typo.json")
     page.click("#corrupt-submit")
     assert "not valid JSON" in page.inner_text("#bad-line")
     fixed = (
@@ -416,3 +420,36 @@ def test_the_form_removes_a_data_row_it_added(server: Served, page: Any) -> None
     page.click(".data-row:nth-of-type(1) .remove-data")
     expect(names).to_have_count(1)
     assert names.first.get_attribute("aria-label").startswith("data file 1")
+
+
+def test_absolute_times_and_the_id_copied(server: Served, browser: Any) -> None:
+    """The table's *Absolute times* setting shows each time as the browser's local time,
+    kept across pages and live updates; the hover always carries ISO 8601, local and UTC;
+    the riddle page's button puts its id on the clipboard."""
+    import re
+
+    context = browser.new_context(viewport={"width": 1280, "height": 860})
+    context.grant_permissions(["clipboard-read", "clipboard-write"])
+    page = context.new_page()
+    page.set_default_timeout(15000)
+    assert server.cli("submit", "--id", "timed", "--question", "x * y =").code == 0
+    page.goto(f"{server.url}/app/table")
+    cell = page.locator("time.ago").first
+    assert re.fullmatch(r"\d+s ago", cell.inner_text())
+    hover = cell.get_attribute("title") or ""
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d\d:\d\d local · \S+Z UTC", hover)
+    page.check("#times-toggle")
+    assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d", cell.inner_text())
+    assert server.cli("submit", "--id", "timed-later", "--question", "x * y =").code == 0
+    later = page.locator("a[href='/app/riddle/timed-later']")
+    later.wait_for()  # a live update redraws the rows: still absolute
+    assert all(re.fullmatch(r"[\d:\- ]{19}", t) for t in page.locator("time.ago").all_inner_texts())
+    page.reload()
+    assert page.is_checked("#times-toggle")  # kept in the browser
+    page.uncheck("#times-toggle")
+    assert page.locator("time.ago").first.inner_text().endswith("ago")
+    page.goto(f"{server.url}/app/riddle/timed")
+    page.click("#copy-id")
+    page.wait_for_selector("#copy-id:has-text('Copied')")
+    assert page.evaluate("navigator.clipboard.readText()") == "timed"
+    context.close()

@@ -310,3 +310,52 @@ def test_handler_times_are_one_small_chart_per_stage(fresh: Served) -> None:
         assert [legend.split()[-1] for legend in legends] == ["p50", "p95"], legends
         assert re.search(r"<desc [^>]*>[^<]*latest: p50 [\d.]+, p95 [\d.]+</desc>", chart.group(0))
     assert "counts each time" in page
+
+
+def test_the_table_says_which_rows_of_how_many_it_shows_and_pages_through_them(
+    fresh: Served,
+) -> None:
+    """ "1\N{EN DASH}3 of 7" over the rows the filter matches, and each next page goes on from
+    where the last ended, to the last row and no further."""
+    with fresh.client() as http:
+        docs = [example(id=f"span-{n}", riddle={"question": f"span {n}"}) for n in range(7)]
+        http.post("/api/submit", json=docs).raise_for_status()
+        http.post("/api/submit", json=example(id="other")).raise_for_status()
+        url, seen, said = "/app/table?q=span+&limit=3&sort=oldest", [], []
+        while url:
+            page = http.get(url).text
+            said.append(re.search(r'<span id="span"[^>]*>([^<]*)<', page).group(1))  # type: ignore[union-attr]
+            seen += re.findall(r'href="/app/riddle/(span-\d)"', page)
+            more = re.search(r'id="next-page" href="([^"]+)"', page)
+            url = more.group(1).replace("&amp;", "&") if more else ""
+        nothing = http.get("/app/table/rows", params={"q": "no such words"}).text
+    assert said == [f"{a}\N{EN DASH}{b} of 7" for a, b in ((1, 3), (4, 6), (7, 7))]
+    assert seen == [f"span-{n}" for n in range(7)]
+    assert '<span id="span" aria-live="polite">0 of 0</span>' in nothing
+
+
+def test_the_corrupt_editor_checks_the_text_without_storing_it(fresh: Served) -> None:
+    """What the editor asks as it is typed: the error beside the line it names, or how
+    many riddles the text would become; the set-aside file stays where it is either way."""
+    spool_dir = Path(str(fresh.cli.spool))
+    (spool_dir / "corrupt" / "typo.json").write_bytes(b'{"riddle": {"question": "x =" ')
+    (spool_dir / "corrupt" / "typo.json.reason").write_text("incoming/typo.json: bad\n")
+    with fresh.client(**SAME_ORIGIN) as http:
+        editor = http.get("/app/corrupt/edit", params={"name": "typo.json"}).text
+        wrong = http.post(
+            "/app/corrupt/check",
+            data={"name": "typo.json", "text": '{\n"riddle": {"question": "x ="\n,,\n}'},
+        )
+        right = http.post(
+            "/app/corrupt/check",
+            data={"name": "typo.json", "text": '{"riddle": {"question": "x * y ="}}'},
+        )
+        listed = http.get("/api/corrupt").json()
+        missing = http.post("/app/corrupt/check", data={"name": "nothing.json", "text": "{}"})
+    assert 'hx-post="/app/corrupt/check"' in editor
+    assert wrong.status_code == 200
+    bad = re.search(r'<li class="bad" id="bad-line"><code>([^<]*)</code>', wrong.text)
+    assert bad and bad.group(1) == ",,", wrong.text
+    assert 'id="corrupt-ok">Can be submitted: 1 riddle.' in right.text
+    assert [entry["name"] for entry in listed] == ["typo.json"]
+    assert missing.status_code == 404

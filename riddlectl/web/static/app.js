@@ -3,6 +3,7 @@
 (function () {
   "use strict";
   var LIVE_KEY = "riddlectl.live";
+  var TIMES_KEY = "riddlectl.times";
 
   // -- the live table: one EventSource per tab, closed while the tab is hidden --------
   function setupLive() {
@@ -53,6 +54,58 @@
     Object.keys(counts || {}).forEach(function (queue) {
       var el = document.querySelector('#counts [data-queue="' + queue + '"] .n');
       if (el) el.textContent = counts[queue];
+    });
+  }
+
+  // -- times: "7m ago", or the absolute local time when the setting says so ---------------
+  function setupTimes() {
+    var toggle = document.getElementById("times-toggle");
+    var absolute = localStorage.getItem(TIMES_KEY) === "absolute";
+    if (toggle) toggle.checked = absolute;
+    function show(root) {
+      root.querySelectorAll("time.ago").forEach(function (el) {
+        // The server wrote its own local time; the browser's is the one its user lives in.
+        var local = isoLocal(new Date(el.getAttribute("datetime")));
+        if (el.dataset.rel === undefined) el.dataset.rel = el.textContent;
+        el.textContent = absolute ? local.slice(0, 19).replace("T", " ") : el.dataset.rel;
+        el.title = local + " local · " + el.getAttribute("datetime") + " UTC";
+      });
+    }
+    if (toggle) {
+      toggle.addEventListener("change", function () {
+        absolute = toggle.checked;
+        localStorage.setItem(TIMES_KEY, absolute ? "absolute" : "relative");
+        show(document);
+      });
+    }
+    document.body.addEventListener("htmx:afterSwap", function (event) { show(event.detail.target); });
+    show(document);
+  }
+
+  // ISO 8601 in the browser's time zone, with its offset: 2026-12-07T03:04:05+01:00.
+  function isoLocal(date) {
+    function two(n) { return String(n).padStart(2, "0"); }
+    var offset = -date.getTimezoneOffset();
+    var zone = (offset >= 0 ? "+" : "-") + two(Math.floor(Math.abs(offset) / 60)) + ":" +
+      two(Math.abs(offset) % 60);
+    return date.getFullYear() + "-" + two(date.getMonth() + 1) + "-" + two(date.getDate()) +
+      "T" + two(date.getHours()) + ":" + two(date.getMinutes()) + ":" +
+      two(date.getSeconds()) + zone;
+  }
+
+  // -- copy buttons: the id (or other text) in data-copy to the clipboard ---------------
+  function setupCopy() {
+    document.body.addEventListener("click", function (event) {
+      var button = event.target.closest("button.copy");
+      if (!button) return;
+      var label = button.textContent;
+      navigator.clipboard.writeText(button.dataset.copy).then(function () {
+        button.textContent = "Copied";
+      }, function () {
+        button.textContent = "Copy failed: select the id";
+      }).then(function () {
+        setTimeout(function () { button.textContent = label; }, 1500);
+      });
     });
   }
 
@@ -115,6 +168,8 @@
 
   document.addEventListener("DOMContentLoaded", function () {
     setupLive();
+    setupTimes();
+    setupCopy();
     setupForm();
   });
 })();
