@@ -290,6 +290,37 @@ def submit_documents(cli: Cli, *docs: dict) -> None:
     assert done.code == 0, done.err
 
 
+def submit_products(cli: Cli, count: int, ids: str, stem: str) -> list[dict[str, object]]:
+    """`count` riddles `a * b =` (ids `ids.format(i)`) over 10 data files `STEM<k>.txt`
+    with `a = k`, `b = k + 2`, submitted in one go; their documents."""
+    for k in range(10):
+        (cli.data / f"{stem}{k}.txt").write_text(f"a = {k}\nb = {k + 2}\n")
+    docs: list[dict[str, object]] = [
+        {
+            "id": ids.format(i),
+            "riddle": {"question": "a * b ="},
+            "data": [{"type": "text", "file_plain": f"{stem}{i % 10}.txt"}],
+        }
+        for i in range(count)
+    ]
+    assert cli("submit", "-", input=orjson.dumps(docs)).code == 0, "the riddles were refused"
+    return docs
+
+
+def submit_for_solving(cli: Cli, *ids: str, question: str = "what is one?") -> None:
+    """Riddles that need neither extraction nor validation: straight to a solver."""
+    docs = [
+        {
+            "id": riddle_id,
+            "riddle": {"question": question},
+            "status": {"extract": {"required": False}, "validate": {"required": False}},
+        }
+        for riddle_id in ids
+    ]
+    done = cli("submit", "-", input=b"\n".join(orjson.dumps(d) for d in docs))
+    assert done.code == 0, done.err
+
+
 def final(cli: Cli, riddle_id: str) -> tuple[str, dict]:
     """The final queue of a riddle on a directory spool, and its document there."""
     assert isinstance(cli.spool, Path)

@@ -120,6 +120,29 @@ class Throwaway:
             conn.execute("SELECT pg_reload_conf()")
 
 
+@contextlib.contextmanager
+def throwaway(prefix: str) -> Iterator[Throwaway]:
+    """A server of a test module's own in a fresh directory, stopped and removed after;
+    the module's tests skip where PostgreSQL's server programs are missing."""
+    import shutil
+    import tempfile
+
+    import pytest
+
+    if pg.as_postgres() is None or not pg.binary("initdb") or not pg.binary("pg_ctl"):
+        pytest.skip("needs PostgreSQL's server (initdb, postgres, pg_ctl) and a postgres user")
+    home = Path(tempfile.mkdtemp(prefix=prefix))
+    home.chmod(0o755)
+    made = Throwaway(home)
+    try:
+        made.first_start()
+        yield made
+    finally:
+        made.stop()
+        subprocess.run(["umount", str(home / TINY)], check=False, capture_output=True)
+        shutil.rmtree(home, ignore_errors=True)
+
+
 def read_only(server: Throwaway, seconds: float) -> None:
     """Every transaction read-only, as a hot standby or `default_transaction_read_only`
     makes them, then writable again."""

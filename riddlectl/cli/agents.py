@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -63,50 +63,32 @@ def _own_stage(stage: str, values: list[str]) -> tuple[str, ...]:
     return tuple(specs)
 
 
+def _setting(help: str, setting: str, default: str, metavar: str) -> Any:
+    """An option that overrides one setting of `riddlectl.toml` (and its variable)."""
+    return typer.Option(help=help, envvar=ENV_VARS[setting], show_default=default, metavar=metavar)
+
+
 TimeoutOpt = Annotated[
-    float | None,
-    typer.Option(
-        help="Seconds per handler call.",
-        envvar=ENV_VARS["timeout"],
-        show_default="60",
-        metavar="SECONDS",
-    ),
+    float | None, _setting("Seconds per handler call.", "timeout", "60", "SECONDS")
 ]
 AttemptsOpt = Annotated[
-    int | None,
-    typer.Option(
-        help="Attempts per stage in all.",
-        envvar=ENV_VARS["max_attempts"],
-        show_default="3",
-        metavar="N",
-    ),
+    int | None, _setting("Attempts per stage in all.", "max_attempts", "3", "N")
 ]
 TrialsOpt = Annotated[
-    int | None,
-    typer.Option(
-        help="Trials before a rejected riddle fails.",
-        envvar=ENV_VARS["max_trials"],
-        show_default="3",
-        metavar="N",
-    ),
+    int | None, _setting("Trials before a rejected riddle fails.", "max_trials", "3", "N")
 ]
 LogLevelOpt = Annotated[
     str | None,
-    typer.Option(
-        help="Log events of this level and above on stderr: debug, info, warning, error.",
-        envvar=ENV_VARS["log_level"],
-        show_default="info",
-        metavar="LEVEL",
+    _setting(
+        "Log events of this level and above on stderr: debug, info, warning, error.",
+        "log_level",
+        "info",
+        "LEVEL",
     ),
 ]
 LogFormatOpt = Annotated[
     str | None,
-    typer.Option(
-        help="One log line an event, as text or json.",
-        envvar=ENV_VARS["log_format"],
-        show_default="text",
-        metavar="FORMAT",
-    ),
+    _setting("One log line an event, as text or json.", "log_format", "text", "FORMAT"),
 ]
 ConcurrencyOpt = Annotated[
     int | None,

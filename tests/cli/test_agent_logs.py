@@ -17,7 +17,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from tests.conftest import Cli
+from tests.conftest import Cli, submit_for_solving
 
 # Answers "1"; fails once (exit 1) for `flaky`, refuses (exit 65) `refused`, hangs on `hang`.
 SOLVER = """\
@@ -51,16 +51,7 @@ def solver(tmp_path: Path) -> Iterator[dict[str, str]]:
 
 
 def submit(cli: Cli, *ids: str) -> None:
-    docs = [
-        {
-            "id": riddle_id,
-            "riddle": {"question": "what is one?"},
-            "status": {"extract": {"required": False}, "validate": {"required": False}},
-        }
-        for riddle_id in ids
-    ]
-    done = cli("submit", "-", input=b"\n".join(orjson.dumps(d) for d in docs))
-    assert done.code == 0, done.err
+    submit_for_solving(cli, *ids)
 
 
 def json_lines(err: str | bytes) -> list[dict]:

@@ -16,7 +16,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from tests.conftest import Cli
+from tests.conftest import Cli, submit_for_solving
 
 HANG = '#!/bin/sh\necho $$ >> "$HANG_PGIDS"\nsleep 100\necho \'{"solution": "1"}\'\n'
 PY_HANG = (
@@ -29,16 +29,7 @@ PY_HANG = (
 
 
 def submit_unextracted(cli: Cli, *ids: str) -> None:
-    docs = [
-        {
-            "id": riddle_id,
-            "riddle": {"question": "x * y ="},
-            "status": {"extract": {"required": False}, "validate": {"required": False}},
-        }
-        for riddle_id in ids
-    ]
-    submitted = cli("submit", "-", input=b"\n".join(orjson.dumps(d) for d in docs))
-    assert submitted.code == 0, submitted.err
+    submit_for_solving(cli, *ids, question="x * y =")
 
 
 @pytest.fixture

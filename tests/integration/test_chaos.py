@@ -17,19 +17,17 @@ import random
 import shutil
 import signal
 import subprocess
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import orjson
 import psycopg
 import pytest
 
 from riddlectl.spool import open_spool
 from riddlectl.spool.states import Queue
 from tests import pg, pgserver
-from tests.conftest import ROOT, Cli, spool_findings
+from tests.conftest import ROOT, Cli, spool_findings, submit_products
 
 STAGES = ("extract", "solve", "validate", "manage")
 
@@ -82,25 +80,14 @@ class Swarm:
 
 
 def submit(cli: Cli, riddles: int) -> list[dict[str, object]]:
-    for k in range(20):
-        (cli.data / f"chaos{k}.txt").write_text(f"a = {k}\nb = {k + 1}\n")
-    docs: list[dict[str, object]] = [
-        {
-            "id": f"k{i:04}",
-            "riddle": {"question": "a * b ="},
-            "data": [{"type": "text", "file_plain": f"chaos{i % 20}.txt"}],
-        }
-        for i in range(riddles)
-    ]
-    assert cli("submit", "-", input=orjson.dumps(docs)).code == 0
-    return docs
+    return submit_products(cli, riddles, "k{:04}", "chaos")
 
 
 def assert_all_done_right(cli: Cli, docs: list[dict[str, object]]) -> None:
     for doc in docs:
         assert homes(cli, str(doc["id"])) == ["done"], (doc["id"], homes(cli, str(doc["id"])))
     results = cli("result", *(str(doc["id"]) for doc in docs)).out.splitlines()
-    expected = [f"{doc['id']}\t{(i % 20) * (i % 20 + 1)}" for i, doc in enumerate(docs)]
+    expected = [f"{doc['id']}\t{(i % 10) * (i % 10 + 2)}" for i, doc in enumerate(docs)]
     assert results == expected
     assert spool_findings(cli) == []
 
@@ -163,17 +150,8 @@ LIVENESS_BOUND = 120.0
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[pgserver.Throwaway]:
-    if pg.as_postgres() is None or not pg.binary("initdb") or not pg.binary("pg_ctl"):
-        pytest.skip("needs PostgreSQL's server (initdb, postgres, pg_ctl) and a postgres user")
-    home = Path(tempfile.mkdtemp(prefix="riddlectl-chaos-"))
-    home.chmod(0o755)
-    made = pgserver.Throwaway(home)
-    try:
-        made.first_start()
+    with pgserver.throwaway("riddlectl-chaos-") as made:
         yield made
-    finally:
-        made.stop()
-        shutil.rmtree(home, ignore_errors=True)
 
 
 def pg_chaos_run(

@@ -7,10 +7,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import orjson
 import pytest
 
-from tests.conftest import Cli
+from tests.conftest import Cli, submit_for_solving
 
 # Each call appends "start T" then, 1.5 s later, "end T" (T: the clock every process shares).
 SOLVER = """\
@@ -41,16 +40,7 @@ def most_in_flight(calls: Path) -> tuple[int, int]:
 
 def submit(cli: Cli, count: int) -> list[str]:
     ids = [f"r{n}" for n in range(count)]
-    docs = [
-        {
-            "id": riddle_id,
-            "riddle": {"question": "one?"},
-            "status": {"extract": {"required": False}, "validate": {"required": False}},
-        }
-        for riddle_id in ids
-    ]
-    done = cli("submit", "-", input=b"\n".join(orjson.dumps(d) for d in docs))
-    assert done.code == 0, done.err
+    submit_for_solving(cli, *ids, question="one?")
     return ids
 
 

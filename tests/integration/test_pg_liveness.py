@@ -14,16 +14,14 @@ import os
 import shutil
 import signal
 import subprocess
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import orjson
 import pytest
 
 from tests import pg, pgserver
-from tests.conftest import ROOT, Cli, spool_findings
+from tests.conftest import ROOT, Cli, spool_findings, submit_products
 
 pytestmark = [pytest.mark.postgres, pg.own_server("liveness")]
 
@@ -37,21 +35,11 @@ BOUND = 60.0
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[pgserver.Throwaway]:
-    if pg.as_postgres() is None or not pg.binary("initdb") or not pg.binary("pg_ctl"):
-        pytest.skip("needs PostgreSQL's server (initdb, postgres, pg_ctl) and a postgres user")
-    home = Path(tempfile.mkdtemp(prefix="riddlectl-liveness-"))
-    home.chmod(0o755)
-    made = pgserver.Throwaway(home)
-    try:
-        made.first_start()
+    with pgserver.throwaway("riddlectl-liveness-") as made:
         why = pgserver.tiny_tablespace(made, "16m")
         if why is not None:
             pytest.skip(f"cannot mount a tmpfs here: {why}")
         yield made
-    finally:
-        made.stop()
-        subprocess.run(["umount", str(home / pgserver.TINY)], check=False, capture_output=True)
-        shutil.rmtree(home, ignore_errors=True)
 
 
 def spool_on(server: pgserver.Throwaway, schema: str, tmp_path: Path) -> Cli:
@@ -62,21 +50,6 @@ def spool_on(server: pgserver.Throwaway, schema: str, tmp_path: Path) -> Cli:
     cli = Cli(pgserver.with_tiny(pg.with_schema(server.url, schema)), data)
     assert cli("init").code == 0
     return cli
-
-
-def submit_riddles(cli: Cli, count: int) -> list[dict[str, object]]:
-    for k in range(10):
-        (cli.data / f"live{k}.txt").write_text(f"a = {k}\nb = {k + 2}\n")
-    docs: list[dict[str, object]] = [
-        {
-            "id": f"r{i:03}",
-            "riddle": {"question": "a * b ="},
-            "data": [{"type": "text", "file_plain": f"live{i % 10}.txt"}],
-        }
-        for i in range(count)
-    ]
-    assert cli("submit", "-", input=orjson.dumps(docs)).code == 0
-    return docs
 
 
 class Agents:
@@ -151,7 +124,7 @@ def test_every_riddle_is_final_after_the_fault_while_the_same_agents_run(
 ) -> None:
     schema = f"live_{fault.replace('-', '_')}"
     cli = spool_on(server, schema, tmp_path)
-    docs = submit_riddles(cli, RIDDLES)
+    docs = submit_products(cli, RIDDLES, "r{:03}", "live")
     agents = Agents(cli, helpers, tmp_path)
     try:
         wait_until(lambda: final(counts(server, schema)) >= 5, 60, "the first riddles", agents)
