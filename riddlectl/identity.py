@@ -14,6 +14,23 @@ def hostname() -> str:
     return socket.gethostname()
 
 
+_pid = os.getpid()
+
+
+def _forked() -> None:
+    global _pid
+    _pid = os.getpid()
+
+
+os.register_at_fork(after_in_child=_forked)
+
+
+def pid() -> int:
+    """This process's id, without a system call each time (temp files and journals are
+    named by it several times per riddle); a forked child learns its own."""
+    return _pid
+
+
 def alive(pid: int) -> bool:
     """Whether process `pid` of this host still runs (one of another user's counts as
     running): how a dead writer's leftovers are told from a live one's."""

@@ -31,7 +31,7 @@ import threading
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
-from riddlectl import trace
+from riddlectl import identity, trace
 from riddlectl.identity import hostname
 from riddlectl.spool.crashpoints import reach
 
@@ -41,7 +41,7 @@ NAME_MAX = 255  # bytes of a file name, on the file systems Linux commonly has
 _counter = itertools.count()
 _spares: dict[str, list[str]] = {}
 _spares_lock = threading.Lock()  # guards the spares, `_own` and `_exiting`
-_spares_pid = os.getpid()
+_spares_pid = identity.pid()
 _own: set[str] = set()  # temp files of this process not yet renamed or removed
 _exiting = False  # this process is exiting: no thread makes another temp file
 _discarding_at_exit = False
@@ -52,7 +52,7 @@ def tmp_name(dest_name: str) -> str:
     NAME is cut short where the whole would be longer than a file name may be (a drop-in
     may have a name of 255 bytes)."""
     host = hostname().replace(".", "_")
-    suffix = f".{host}.{os.getpid()}.{next(_counter)}.tmp"
+    suffix = f".{host}.{identity.pid()}.{next(_counter)}.tmp"
     room = NAME_MAX - len(suffix.encode())
     name = dest_name[:room]
     while len(os.fsencode(name)) > room:
@@ -89,8 +89,8 @@ def _pool(tmp_dir: str) -> list[str]:
 def _forget_if_forked() -> None:
     """A forked child must not reuse, nor remove, its parent's files."""
     global _spares, _spares_pid, _own
-    if _spares_pid != os.getpid():
-        _spares, _spares_pid, _own = {}, os.getpid(), set()
+    if _spares_pid != identity.pid():
+        _spares, _spares_pid, _own = {}, identity.pid(), set()
 
 
 def _take_spare(tmp_dir: str) -> str | None:

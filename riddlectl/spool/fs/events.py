@@ -28,6 +28,7 @@ from typing import Any
 
 import orjson
 
+from riddlectl import identity
 from riddlectl.identity import alive, hostname
 from riddlectl.spool.events import EventLog
 from riddlectl.spool.events import Record as Event
@@ -325,7 +326,7 @@ _journals_lock = threading.Lock()
 
 def _journal(directory: Path) -> _Journal:
     """This thread's journal in `directory` (a forked child gets its own)."""
-    key = (os.getpid(), threading.get_native_id(), directory)
+    key = (identity.pid(), threading.get_native_id(), directory)
     journal = _journals.get(key)
     if journal is None:
         with _journals_lock:
@@ -339,7 +340,7 @@ def discard_journals() -> None:
     """Remove this process's journals that hold nothing (at exit)."""
     with _journals_lock:
         for (pid, _, _), journal in list(_journals.items()):
-            if pid == os.getpid():
+            if pid == identity.pid():
                 journal.discard()
 
 
