@@ -56,14 +56,13 @@ MARK_BY_IMPORT = {
 
 
 # Tests that share one costly thing per process, for one xdist worker under `--dist
-# loadgroup`: one llama.cpp server, one Chromium; and every test of the shared PostgreSQL
-# server on one worker, as some end other sessions on it (a server restart, an
-# administrator's command) and would end another worker's too (a test that starts a
-# server of its own says so, `tests.pg.own_server`, and need not wait for that worker).
-# A browser test on PostgreSQL goes with PostgreSQL (the first mark found wins).
+# loadgroup`: one llama.cpp server, one Chromium. The tests of the shared PostgreSQL
+# server run on any worker, each in a schema of its own; a test that ends other sessions
+# or changes the server (a restart, an administrator's command) starts a server of its
+# own and says so (`tests.pg.own_server`), which keeps its module's tests on one worker.
 # (pytest-xdist 3.8 ignores the groups under pytest 9.2, pytest-xdist#1386: the test extra
 # keeps pytest below 9.2.)
-GROUP_BY_MARK = {"postgres": "postgres", "model": "model", "browser": "browser"}
+GROUP_BY_MARK = {"model": "model", "browser": "browser"}
 # The other tests of a module that share a fixture built once per module (a bench run, a
 # server, every hostile case run at once) go on one worker too: spread over four, each
 # worker would build it again.

@@ -10,6 +10,7 @@ import sys
 import textwrap
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import orjson
@@ -23,10 +24,21 @@ from riddlectl.spool.postgres.extractions import _lock_key as _extraction_lock
 from riddlectl.spool.postgres.pgspool import PgSpool
 from riddlectl.spool.postgres.schema import LATEST
 from riddlectl.spool.states import Queue
-from tests import pg
+from tests import pg, pgserver
 from tests.conftest import Cli, example_doc, spool_findings
 from tests.contract.conftest import riddle
 from tests.rig import until
+
+# Some tests here end every riddlectl session on the server (`terminate`), as a restart
+# would: on a server of the module's own, so that no other test's sessions end with them.
+pytestmark = pg.own_server("spool")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def own_server() -> Iterator[pgserver.Throwaway]:
+    with pgserver.throwaway("riddlectl-pgspool-") as made, pytest.MonkeyPatch.context() as env:
+        env.setattr(pg, "server", lambda: made.url)  # what pg_url and pg.require() give
+        yield made
 
 
 def opened(url: str) -> PgSpool:
