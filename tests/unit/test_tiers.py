@@ -77,12 +77,12 @@ def test_the_full_run_keeps_shared_things_on_one_worker_and_nothing_else() -> No
     by_file: dict[str, set[str]] = {}
     for nodeid, group in found.items():
         by_file.setdefault(nodeid.split("::", 1)[0], set()).add(group)
-    # The shared server's tests together, as some end other sessions on it.
-    assert by_file["tests/integration/test_pg_spool.py"] == {"postgres"}
-    # Tests on servers of their own beside them; the ones on the shared server with it.
+    # A module that ends every session on its server has a server of its own, its tests
+    # on one worker; the shared server's tests go to any worker, each in its own schema.
+    assert by_file["tests/integration/test_pg_spool.py"] == {"own-server-spool"}
     scale = {n.split("::", 1)[1]: g for n, g in found.items() if "test_pg_scale" in n}
     assert scale["test_doctor_names_a_transaction_held_open"] == "own-server-health"
-    assert scale["test_a_bulk_submit_stores_every_riddle_with_its_data_files"] == "postgres"
+    assert scale["test_a_bulk_submit_stores_every_riddle_with_its_data_files"] == "-"
     # A module-scoped fixture is built once: its tests on one worker; the rest anywhere.
     hostile = "tests/integration/test_hostile_input.py"
     shared = {
