@@ -140,10 +140,7 @@ def where(chosen: Filter, now: float | None = None) -> tuple[str, list[Any]]:
 
 def page(index: Index, chosen: Filter) -> tuple[list[dict[str, Any]], str | None]:
     """One page of rows, and the cursor of the next page (None on the last)."""
-    clause, params = where(chosen)
-    if chosen.after is not None:
-        clause += " AND " + _AFTER[chosen.sort]
-        params += _cursor(chosen.after, chosen.sort)
+    clause, params = _from_cursor(chosen)
     sql = (
         f"SELECT * FROM riddles WHERE {clause} ORDER BY {_ORDER[chosen.sort]} "
         f"LIMIT {chosen.limit + 1}"
@@ -155,8 +152,20 @@ def page(index: Index, chosen: Filter) -> tuple[list[dict[str, Any]], str | None
 
 
 def count(index: Index, chosen: Filter) -> int:
-    clause, params = where(chosen)
+    return _count(index, *where(chosen))
+
+
+def _count(index: Index, clause: str, params: list[Any]) -> int:
     return int(index.query(f"SELECT count(*) FROM riddles WHERE {clause}", params)[0][0])
+
+
+def _from_cursor(chosen: Filter) -> tuple[str, list[Any]]:
+    """The WHERE clause of a filter's rows from its cursor on (all of them without one)."""
+    clause, params = where(chosen)
+    if chosen.after is not None:
+        clause += " AND " + _AFTER[chosen.sort]
+        params += _cursor(chosen.after, chosen.sort)
+    return clause, params
 
 
 @dataclass(frozen=True)
@@ -173,13 +182,7 @@ def span(index: Index, chosen: Filter, shown: int) -> Span:
     """The span of a page of `shown` rows: how many rows match, and how many of them
     come before the page's cursor (a keyset page knows no offset of its own)."""
     total = count(index, chosen)
-    before = 0
-    if chosen.after is not None:
-        clause, params = where(chosen)
-        clause += " AND " + _AFTER[chosen.sort]
-        params += _cursor(chosen.after, chosen.sort)
-        after = int(index.query(f"SELECT count(*) FROM riddles WHERE {clause}", params)[0][0])
-        before = total - after
+    before = 0 if chosen.after is None else total - _count(index, *_from_cursor(chosen))
     return Span(first=before + 1 if shown else 0, last=before + shown, total=total)
 
 
