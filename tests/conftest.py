@@ -306,6 +306,17 @@ def submit_products(cli: Cli, count: int, ids: str, stem: str) -> list[dict[str,
     return docs
 
 
+def slow_solver(tmp_path: Path, seconds: float = 30) -> str:
+    """A `cmd:` solver that touches `tmp_path/started`, then answers 150 after `seconds`."""
+    script = tmp_path / "slow.sh"
+    script.write_text(
+        f"#!/bin/sh\ncat >/dev/null\ntouch {tmp_path / 'started'}\nsleep {seconds}\n"
+        'echo \'{"solution": "150", "explanation": "slow"}\'\n'
+    )
+    script.chmod(0o755)
+    return f"cmd:{script}"
+
+
 def submit_for_solving(cli: Cli, *ids: str, question: str = "what is one?") -> None:
     """Riddles that need neither extraction nor validation: straight to a solver."""
     docs = [

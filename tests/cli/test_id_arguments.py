@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import Cli
+from tests.conftest import Cli, slow_solver
 
 
 def submit(cli: Cli, *ids: str) -> None:
@@ -177,16 +177,6 @@ def test_an_id_that_is_not_valid_is_an_unknown_id(cli: Cli, command: str) -> Non
             ": no such riddle in the spool (not a valid riddle id)"
         ), line
     assert queue_of(cli, "q3") == before
-
-
-def slow_solver(tmp_path: Path, seconds: float) -> str:
-    script = tmp_path / "slow.sh"
-    script.write_text(
-        f"#!/bin/sh\ncat >/dev/null\ntouch {tmp_path / 'started'}\nsleep {seconds}\n"
-        'echo \'{"solution": "150", "explanation": "slow"}\'\n'
-    )
-    script.chmod(0o755)
-    return f"cmd:{script}"
 
 
 def handling(cli: Cli, tmp_path: Path, seconds: float) -> subprocess.Popen[bytes]:

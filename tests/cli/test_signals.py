@@ -17,19 +17,9 @@ from pathlib import Path
 import orjson
 import pytest
 
-from tests.conftest import Cli
+from tests.conftest import Cli, slow_solver
 
 STARTED_WITHIN = 60.0  # seconds; the machine may be loaded
-
-
-def slow_solver(tmp_path: Path, seconds: float = 30) -> str:
-    script = tmp_path / "slow.sh"
-    script.write_text(
-        f"#!/bin/sh\ncat >/dev/null\ntouch {tmp_path / 'started'}\nsleep {seconds}\n"
-        'echo \'{"solution": "150", "explanation": "slow"}\'\n'
-    )
-    script.chmod(0o755)
-    return f"cmd:{script}"
 
 
 def submit(cli: Cli, riddle_id: str) -> None:
