@@ -181,6 +181,12 @@ def quiet_watchdog() -> None:
     logging.getLogger("watchdog").propagate = False
 
 
+def timeout_needs_wait(timeout: float | None, wait: bool) -> None:
+    """`--timeout` bounds `--wait`: given alone it would be dropped, so it is refused."""
+    if timeout is not None and not wait:
+        raise RiddleError("only with --wait", where="--timeout")
+
+
 def read_ids(ids: list[str]) -> list[str]:
     """Ids from arguments, where `-` stands for whitespace-separated ids on stdin; an id
     given twice is kept once, where it first came."""

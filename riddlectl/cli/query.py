@@ -21,6 +21,7 @@ from riddlectl.cli.common import (
     guarded,
     read_ids,
     resolve,
+    timeout_needs_wait,
 )
 from riddlectl.errors import ExitCode
 from riddlectl.ops import report
@@ -186,8 +187,7 @@ def result(
     as_json: Annotated[bool, typer.Option("--json", help="The documents as JSON.")] = False,
 ) -> None:
     """Print each riddle's solution; exit 1 if one failed, 4 if one is not final."""
-    if timeout is not None and not wait:
-        fail("--timeout: only with --wait", ExitCode.USAGE)
+    timeout_needs_wait(timeout, wait)
     spool = runtime.open_spool(resolve(ctx), create=False)
     print_results(report.results(spool, read_ids(ids), wait=wait, timeout=timeout), as_json)
 

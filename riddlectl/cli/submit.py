@@ -17,6 +17,7 @@ from riddlectl.cli.common import (
     guarded,
     resolve,
     stop_on_signals,
+    timeout_needs_wait,
 )
 from riddlectl.cli.query import print_results
 from riddlectl.document.answers import FILL_KINDS
@@ -131,8 +132,7 @@ def submit(
 ) -> None:
     """Submit riddles; prints each new id on its own line. An option given beside files
     or stdin applies to every riddle they hold, over the documents' own fields."""
-    if timeout is not None and not wait:
-        raise RiddleError("only with --wait", where="--timeout")
+    timeout_needs_wait(timeout, wait)
     settings = resolve(ctx)
     spool = runtime.open_spool(settings, create=False, writable=True)
     parsed = _submission(files or [], question, settings.max_document_bytes)
