@@ -28,6 +28,8 @@ PATHS = [
     "/api/riddles",
     "/metrics",
 ]
+# Forms that name an entry of corrupt/ and store nothing: posted once per entry.
+FORMS = ["/app/corrupt/check"]
 
 
 @pytest.fixture(scope="module")
@@ -48,8 +50,8 @@ def hostile(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Served, 
 
 
 def case_count() -> int:
-    """Kinds in each place by each path."""
-    return len(KINDS) * len(PLACES) * len(PATHS)
+    """Kinds in each place by each path, and in corrupt/ by each form."""
+    return len(KINDS) * (len(PLACES) * len(PATHS) + len(FORMS))
 
 
 @pytest.mark.parametrize("path", PATHS)
@@ -63,4 +65,18 @@ def test_every_page_over_every_kind_answers_without_following(
             answer = http.get(target, timeout=30)
             assert answer.status_code < 500, (target, answer.status_code, answer.text[:500])
             assert SECRET not in answer.text, target
+        assert http.get("/app/table", timeout=30).status_code == 200
+
+
+@pytest.mark.parametrize("path", FORMS)
+def test_every_form_over_every_kind_answers_without_following(
+    hostile: tuple[Served, list[str]], path: str
+) -> None:
+    served, names = hostile
+    text = '{"riddle": {"question": "x * y ="}}'
+    with served.client(**{"sec-fetch-site": "same-origin"}) as http:
+        for name in names:
+            answer = http.post(path, data={"name": name, "text": text}, timeout=30)
+            assert answer.status_code < 500, (name, answer.status_code, answer.text[:500])
+            assert SECRET not in answer.text, name
         assert http.get("/app/table", timeout=30).status_code == 200
