@@ -42,6 +42,16 @@ def shown(name: str) -> str:
     return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
+def present(path: str) -> bool:
+    """Whether `path` names an entry, following links as `os.path.exists` does, but
+    without the exception each miss costs it (two thirds of its time): a claim asks this
+    of every other queue."""
+    try:
+        return os.access(path, os.F_OK)
+    except ValueError:  # a NUL in the path: nothing can be there
+        return False
+
+
 def kind_of(mode: int) -> str | None:
     """What an entry of `mode` is, said for a person; None for a regular file."""
     if stat.S_ISREG(mode):

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import re
 from fractions import Fraction
+from functools import lru_cache
 
 from text_to_num import text2num
 
@@ -63,6 +64,7 @@ _SCI_RE = re.compile(r"(\d+(?:\.\d+)?|\.\d+)[eE]([+-]?\d{1,6})")
 _GROUPED_RE = re.compile(r"[1-9]\d{0,2}(?:X\d{3})+")
 
 
+@lru_cache(maxsize=4096)  # values repeat across riddles, and every stage reads them again
 def parse_number(text: str, *, decimal_comma: bool = False) -> Fraction:
     """Parse a number written in digits into an exact Fraction.
 

@@ -17,7 +17,7 @@ from typing import Any
 import orjson
 
 from riddlectl import inflight
-from riddlectl.entries import read_regular
+from riddlectl.entries import present, read_regular
 from riddlectl.spool.extractions import KEPT, OWN_PATH, ExtractionCache, object_of
 from riddlectl.spool.fs import atomic
 from riddlectl.spool.fs.locks import Lock
@@ -74,7 +74,7 @@ class FsExtractionCache(ExtractionCache):
     def dropped(self, reference: str | None) -> bool:
         if not reference or not OWN_PATH.fullmatch(reference):
             return False
-        if os.path.exists(os.path.join(self.root, reference)):
+        if present(os.path.join(self.root, reference)):
             return False
         self._kept.pop(reference, None)
         return True

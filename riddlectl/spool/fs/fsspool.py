@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 import orjson
 
 from riddlectl.document import codec as documents
-from riddlectl.entries import kind_of
+from riddlectl.entries import kind_of, present
 from riddlectl.errors import InvalidDocument
 from riddlectl.spool.contract import (
     WAIT_NOTICE,
@@ -140,7 +140,7 @@ class FsSpool(Writing):
         if isinstance(owner.get("rev"), int) and riddle.rev > owner["rev"]:
             abandoned = 0  # its holder died after its commit was made: nothing abandoned
         riddle_id = riddle.id or ""
-        others = [q for q in Queue if q is not queue and os.path.exists(self._file(q, riddle_id))]
+        others = [q for q in Queue if q is not queue and present(self._file(q, riddle_id))]
         if others:
             if self._resolve_duplicates(queue, riddle, lock)[0] is not queue:
                 lock.release()

@@ -20,6 +20,7 @@ import orjson
 
 from riddlectl.document.codec import Limits
 from riddlectl.document.ids import ID_RE
+from riddlectl.entries import present
 from riddlectl.identity import Actor
 from riddlectl.spool import agents as seats
 from riddlectl.spool.contract import (
@@ -121,7 +122,7 @@ class Layout(Spool):
     def _anywhere(self, riddle_id: str) -> bool:
         """Whether a queue holds `riddle_id` (False for what is no valid id)."""
         return ID_RE.fullmatch(riddle_id) is not None and any(
-            os.path.exists(self._file(q, riddle_id)) for q in Queue
+            present(self._file(q, riddle_id)) for q in Queue
         )
 
     def holders(self) -> list[dict[str, Any]]:

@@ -48,12 +48,10 @@ class Lock:
                 os.close(fd)
                 return False
             # doctor may have removed the file between our open and our flock: a lock on
-            # an unlinked file protects nothing, so take the one now at the path.
-            try:
-                same = os.fstat(fd).st_ino == os.stat(self.path).st_ino
-            except FileNotFoundError:
-                same = False
-            if same:
+            # an unlinked file protects nothing, so take the one now at the path. Lock
+            # files are only ever made and removed, never renamed or linked, so a file
+            # still linked is the one at the path: one fstat, no second lookup.
+            if os.fstat(fd).st_nlink > 0:
                 self.fd, self._size = fd, None
                 return True
             os.close(fd)

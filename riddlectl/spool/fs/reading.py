@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from riddlectl.document import codec as documents
 from riddlectl.document.ids import ID_RE
+from riddlectl.entries import present
 from riddlectl.errors import InvalidDocument
 from riddlectl.spool.contract import (
     Claim,
@@ -34,9 +35,7 @@ class Reading(Layout):
         return [e.name.removesuffix(".json") for e in self._names(queue)]
 
     def holds(self, queue: Queue, riddle_id: str) -> bool:
-        return ID_RE.fullmatch(riddle_id) is not None and os.path.exists(
-            self._file(queue, riddle_id)
-        )
+        return ID_RE.fullmatch(riddle_id) is not None and present(self._file(queue, riddle_id))
 
     def read(self, queue: Queue, riddle_id: str) -> Riddle | None:
         """The document `ID.json` of `queue`; a drop-in there without an id of its own

@@ -46,6 +46,7 @@ estimated *before* it is computed, so ``9**9**9**9`` is refused in microseconds.
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import lru_cache
 
 from riddlectl.handlers.builtin.arithmetic.nodes import BinOp, Compare, Expr, Neg, Num, Var
 from riddlectl.handlers.builtin.arithmetic.questions import (
@@ -160,7 +161,15 @@ def parse_question(question: str) -> Expr:
     Raises :class:`CalcError` for a syntax error (including an empty question and
     anything not arithmetic, such as ``__import__('os')``), :class:`BoundsError` for
     an over-long question, too many tokens or too deep nesting.
+
+    Trees are shared between callers asking for the same text (questions and formulas
+    repeat from riddle to riddle): nothing may change a tree it is given.
     """
+    return _parsed(question)
+
+
+@lru_cache(maxsize=1024)
+def _parsed(question: str) -> Expr:
     tokens = tokenize(question)
     if not tokens:
         raise CalcError("empty question: there is no expression to compute")

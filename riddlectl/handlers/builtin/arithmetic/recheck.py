@@ -16,7 +16,9 @@ do not chain, and the same bounds apply (``9**9**9**9`` is refused before any wo
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from fractions import Fraction
+from functools import lru_cache
 
 from riddlectl.document.numbers import parse_number
 from riddlectl.handlers.builtin.arithmetic.questions import (
@@ -68,10 +70,11 @@ def names(question: str) -> list[str]:
     return list(dict.fromkeys(str(value) for kind, value in _tokens(question) if kind == "name"))
 
 
-def _tokens(question: str) -> list[tuple[str, object]]:
+@lru_cache(maxsize=1024)  # a question is scanned twice per check (names, then recompute)
+def _tokens(question: str) -> tuple[tuple[str, object], ...]:
     items = _scan(question)
     german = any(k == "word" and t.lower() in GERMAN_QUESTION_WORDS for k, t in items)
-    return _words_to_tokens(_strip(items), german)
+    return tuple(_words_to_tokens(_strip(items), german))
 
 
 # --- scanning --------------------------------------------------------------------------
@@ -215,7 +218,7 @@ def _read_words(items: list[tuple[str, str]]) -> tuple[tuple[str, object], int]:
 # --- shunting-yard ---------------------------------------------------------------------
 
 
-def _to_rpn(tokens: list[tuple[str, object]]) -> list[tuple[str, object]]:
+def _to_rpn(tokens: Sequence[tuple[str, object]]) -> list[tuple[str, object]]:
     """Reverse Polish notation; checks operand/operator alternation and the bounds."""
     output: list[tuple[str, object]] = []
     stack: list[str] = []  # operators and "(" ; unary ops are "neg" / "pos"
