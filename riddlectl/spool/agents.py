@@ -103,19 +103,25 @@ class Seat:
         """The agent began handling `riddle_id` at `stage`."""
         with self._lock:
             self._holds[riddle_id] = {"id": riddle_id, "stage": stage, "since": time.time()}
-        self._changed.set()
+        self._tell()
 
     def let_go(self, riddle_id: str) -> None:
         with self._lock:
             self._holds.pop(riddle_id, None)
-        self._changed.set()
+        self._tell()
 
     def tally(self, handled: int = 0, failed: int = 0) -> None:
         """Riddles the agent handed on (`handled`) and moved to failed/ (`failed`)."""
         with self._lock:
             self.record["handled"] += handled
             self.record["failed"] += failed
-        self._changed.set()
+        self._tell()
+
+    def _tell(self) -> None:
+        # Set once per write, not per change: `Event.set` takes a lock and notifies even
+        # when it is set already, and a busy agent changes its record three times a riddle.
+        if not self._changed.is_set():
+            self._changed.set()
 
     def snapshot(self) -> dict[str, Any]:
         with self._lock:
