@@ -140,7 +140,8 @@ class FsSpool(Writing):
         if isinstance(owner.get("rev"), int) and riddle.rev > owner["rev"]:
             abandoned = 0  # its holder died after its commit was made: nothing abandoned
         riddle_id = riddle.id or ""
-        others = [q for q in Queue if q is not queue and present(self._file(q, riddle_id))]
+        name = f"/{riddle_id}.json"
+        others = [q for q, d in self._dirs.items() if q is not queue and present(d + name)]
         if others:
             if self._resolve_duplicates(queue, riddle, lock)[0] is not queue:
                 lock.release()

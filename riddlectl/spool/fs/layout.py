@@ -121,8 +121,9 @@ class Layout(Spool):
 
     def _anywhere(self, riddle_id: str) -> bool:
         """Whether a queue holds `riddle_id` (False for what is no valid id)."""
+        name = f"/{riddle_id}.json"
         return ID_RE.fullmatch(riddle_id) is not None and any(
-            present(self._file(q, riddle_id)) for q in Queue
+            present(directory + name) for directory in self._dirs.values()
         )
 
     def holders(self) -> list[dict[str, Any]]:
