@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 import orjson
 
 from riddlectl.document import codec as documents
-from riddlectl.entries import kind_of, present
+from riddlectl.entries import kind_of
 from riddlectl.errors import InvalidDocument
 from riddlectl.spool.contract import (
     WAIT_NOTICE,
@@ -140,9 +140,7 @@ class FsSpool(Writing):
         if isinstance(owner.get("rev"), int) and riddle.rev > owner["rev"]:
             abandoned = 0  # its holder died after its commit was made: nothing abandoned
         riddle_id = riddle.id or ""
-        name = f"/{riddle_id}.json"
-        others = [q for q, d in self._dirs.items() if q is not queue and present(d + name)]
-        if others:
+        if any(self._holding(riddle_id, besides=queue)):
             if self._resolve_duplicates(queue, riddle, lock)[0] is not queue:
                 lock.release()
                 return None
@@ -202,7 +200,7 @@ class FsSpool(Writing):
         try:
             found = self.find(riddle_id)
             kept = self._resolve_duplicates(*found, lock) if found is not None else None
-            left = [q for q in Queue if self._path(q, riddle_id).exists()]
+            left = list(self._holding(riddle_id))
             return kept if kept is not None and left == [kept[0]] else None
         finally:
             lock.release()

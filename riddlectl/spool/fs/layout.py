@@ -11,7 +11,7 @@ import fcntl
 import functools
 import os
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -121,10 +121,13 @@ class Layout(Spool):
 
     def _anywhere(self, riddle_id: str) -> bool:
         """Whether a queue holds `riddle_id` (False for what is no valid id)."""
+        return ID_RE.fullmatch(riddle_id) is not None and any(self._holding(riddle_id))
+
+    def _holding(self, riddle_id: str, besides: Queue | None = None) -> Iterator[Queue]:
+        """The queues but `besides` whose directory holds `ID.json`, looked at one by one
+        as they are asked for (a claim asks this of every queue but its own)."""
         name = f"/{riddle_id}.json"
-        return ID_RE.fullmatch(riddle_id) is not None and any(
-            present(directory + name) for directory in self._dirs.values()
-        )
+        return (q for q, d in self._dirs.items() if q is not besides and present(d + name))
 
     def holders(self) -> list[dict[str, Any]]:
         """Claims held now: lock files another process holds (an idle agent holds none).
