@@ -45,6 +45,20 @@ def drop_in_stem(name: str) -> str | None:
 shown_name = shown  # a name as a document and a database can hold it
 
 
+def entry_of(name: str) -> str:
+    """The entry a queue's listing (`Spool.ids`) gives the file `name`: `ID` for
+    `ID.json`, else the whole name. Never two entries for two names: `weird name` and
+    `weird name.json` are two drop-ins, listed as themselves."""
+    stem = name[:-5] if name.endswith(".json") else None
+    return stem if stem is not None and ID_RE.fullmatch(stem) else name
+
+
+def names_of(entry: str) -> tuple[str, ...]:
+    """The file names an entry of a listing may stand for, the stored `ID.json` first
+    (the inverse of `entry_of`)."""
+    return (f"{entry}.json", entry) if ID_RE.fullmatch(entry) else (entry,)
+
+
 def drop_in_id(name: str, raw: bytes, stamp: int) -> str:
     """The id of a drop-in that has no `id` of its own: its name's stem when that is a
     valid id; else one made for it, of the same form as a generated id, from when it was

@@ -31,7 +31,14 @@ from riddlectl.spool.contract import (
     stamp,
     unknown,
 )
-from riddlectl.spool.dropins import check_name, ignored, peek_drop_in, read_drop_in
+from riddlectl.spool.dropins import (
+    check_name,
+    entry_of,
+    ignored,
+    names_of,
+    peek_drop_in,
+    read_drop_in,
+)
 from riddlectl.spool.events import Committed
 from riddlectl.spool.memlogs import MemoryEventLog, MemoryExtractionCache
 from riddlectl.spool.states import Queue, route
@@ -171,7 +178,7 @@ class MemorySpool(Spool):
     def ids(self, queue: Queue) -> list[str]:
         # Unread drop-ins too, as a directory listing shows them: `run --once` waits.
         with self._mutex:
-            dropped = [n.removesuffix(".json") for n in self._dropped[queue] if not ignored(n)]
+            dropped = [entry_of(n) for n in self._dropped[queue] if not ignored(n)]
             return [*self._docs[queue], *dropped]
 
     def read(self, queue: Queue, riddle_id: str) -> Riddle | None:
@@ -180,7 +187,7 @@ class MemorySpool(Spool):
             if riddle is not None:
                 return riddle.model_copy(deep=True)
             # An entry of `ids` that is a drop-in's name, whatever id its document gives.
-            for name in (f"{riddle_id}.json", riddle_id):
+            for name in names_of(riddle_id):
                 entry = self._dropped[queue].get(name)
                 if entry is not None:
                     return _peek(queue, entry, self.limits)

@@ -43,7 +43,12 @@ NAMES = (
     .map("".join)
     .filter(usable)
 )
-DROPS = st.lists(NAMES, min_size=1, max_size=6, unique_by=lambda n: shown_name(n).lower())
+# Twins: `weird name` and `weird name.json` are two drop-ins, never one entry of a listing.
+TWINS = NAMES.map(lambda name: [name, f"{name}.json"]).filter(lambda pair: usable(pair[1]))
+DROPS = st.one_of(
+    st.lists(NAMES, min_size=1, max_size=6, unique_by=lambda n: shown_name(n).lower()),
+    TWINS,
+)
 
 _made = itertools.count()
 
@@ -61,6 +66,18 @@ def _document() -> bytes:
 def test_a_drop_in_named_no_id_is_one_riddle_under_one_id_from_the_first_look(
     spool: Spool, names: list[str]
 ) -> None:
+    # One spool serves every example: whatever an example leaves, failing or not, is
+    # taken out of `incoming/`, or the next example (and Hypothesis's shrinking of a
+    # failure) would judge it instead of its own names.
+    try:
+        _one_look_one_id(spool, names)
+    finally:
+        for claim in spool.claim(Queue.INCOMING, limit=1_000):
+            spool.commit(claim, claim.riddle, Queue.DONE)
+
+
+def _one_look_one_id(spool: Spool, names: list[str]) -> None:
+    assert spool.ids(Queue.INCOMING) == []
     for name in names:
         spool.drop_in(Queue.INCOMING, name, _document())
     listed = {}
@@ -75,7 +92,7 @@ def test_a_drop_in_named_no_id_is_one_riddle_under_one_id_from_the_first_look(
         assert found[1].id == riddle_id and found[1].extensions()["dropped_as"] == name
     claims = spool.claim(Queue.INCOMING, limit=len(names) + 1)
     assert {c.riddle.id: c.riddle.extensions()["dropped_as"] for c in claims} == listed
-    for claim in claims:  # on, out of the way of the next example
+    for claim in claims:
         spool.commit(claim, claim.riddle, Queue.DONE)
     assert spool.ids(Queue.INCOMING) == []
     assert set(listed) <= set(spool.ids(Queue.DONE))

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import errno
 import heapq
 import os
 from collections.abc import Iterable, Iterator
@@ -16,7 +15,7 @@ from riddlectl.errors import InvalidDocument
 from riddlectl.spool.contract import (
     Claim,
 )
-from riddlectl.spool.dropins import ignored, read_entry, shown_name, stamp_of
+from riddlectl.spool.dropins import entry_of, ignored, read_entry, shown_name, stamp_of
 from riddlectl.spool.fs.inbox import iter_files, list_files
 from riddlectl.spool.states import Queue
 
@@ -32,7 +31,7 @@ class Reading(Layout):
 
     def ids(self, queue: Queue) -> list[str]:
         """Names of the regular files of a queue, less `.json`; anything else is no riddle."""
-        return [e.name.removesuffix(".json") for e in self._names(queue)]
+        return [entry_of(e.name) for e in self._names(queue)]
 
     def holds(self, queue: Queue, riddle_id: str) -> bool:
         return ID_RE.fullmatch(riddle_id) is not None and present(self._file(queue, riddle_id))
@@ -42,13 +41,9 @@ class Reading(Layout):
         reads under the id its name gives (`drop_in_id`). An entry of `ids` that is a
         drop-in's whole name (`notes.txt`) reads as that drop-in, in any queue (a claim
         takes drop-ins in from any)."""
-        try:
-            return self._parse_file(self._file(queue, riddle_id), f"{riddle_id}.json")
-        except FileNotFoundError:
-            pass
-        except OSError as exc:  # the entry `NAME` of a name too long to have `.json` added
-            if exc.errno != errno.ENAMETOOLONG:
-                raise
+        if ID_RE.fullmatch(riddle_id):  # else an entry that is a whole name (`entry_of`)
+            with contextlib.suppress(FileNotFoundError):
+                return self._parse_file(self._file(queue, riddle_id), f"{riddle_id}.json")
         if "/" in riddle_id or ignored(riddle_id):
             return None
         try:
@@ -119,7 +114,7 @@ class Reading(Layout):
             for queue in queues:
                 for entry in iter_files(str(self.dir(queue))):
                     try:
-                        yield entry.stat().st_mtime_ns, queue, entry.name.removesuffix(".json")
+                        yield entry.stat().st_mtime_ns, queue, entry_of(entry.name)
                     except FileNotFoundError:
                         continue
 

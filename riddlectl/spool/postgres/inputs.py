@@ -22,7 +22,15 @@ from typing import TYPE_CHECKING
 
 from riddlectl.errors import InvalidDocument
 from riddlectl.spool.contract import Corrupt, DropIn
-from riddlectl.spool.dropins import check_name, ignored, peek_drop_in, read_drop_in, shown_name
+from riddlectl.spool.dropins import (
+    check_name,
+    entry_of,
+    ignored,
+    names_of,
+    peek_drop_in,
+    read_drop_in,
+    shown_name,
+)
 from riddlectl.spool.postgres.db import Conn, Database
 from riddlectl.spool.states import Queue
 
@@ -239,7 +247,7 @@ class Inputs:
             rows = conn.execute(
                 f"SELECT name FROM dropins WHERE queue = %s AND {NOT_IGNORED}", (queue.value,)
             ).fetchall()
-        return [name.removesuffix(".json") for (name,) in rows if not ignored(name)]
+        return [entry_of(name) for (name,) in rows if not ignored(name)]
 
     def dropped_counts(self) -> dict[Queue, int]:
         with self.db.session() as conn:
@@ -280,7 +288,7 @@ class Inputs:
             row = conn.execute(
                 "SELECT name, raw, at FROM dropins WHERE queue = %s AND name = ANY(%s) "
                 "ORDER BY name = %s DESC LIMIT 1",
-                (queue.value, [f"{entry}.json", entry], f"{entry}.json"),
+                (queue.value, list(names_of(entry)), names_of(entry)[0]),
             ).fetchone()
         if row is None:
             return None
@@ -296,7 +304,7 @@ class Inputs:
                 "ORDER BY at DESC, name LIMIT %s",
                 ([queue.value for queue in queues], limit),
             ).fetchall()
-        return [(float(at), Queue(queue), name.removesuffix(".json")) for at, queue, name in rows]
+        return [(float(at), Queue(queue), entry_of(name)) for at, queue, name in rows]
 
 
 def _stamp(at: float) -> int:
