@@ -37,6 +37,9 @@ class Lock:
         # Size of the record while we hold the lock (None: not known yet), so that no
         # truncate is made that would change nothing: each is a journaled metadata change.
         self._size: int | None = None
+        # Whether the record is known to be blank while we hold the lock: a claim clears
+        # it when handling ends and again when let go, and the second write is spared.
+        self._blank = False
 
     def try_acquire(self) -> bool:
         """Take the lock if it is free; never waits."""
@@ -52,7 +55,7 @@ class Lock:
             # files are only ever made and removed, never renamed or linked, so a file
             # still linked is the one at the path: one fstat, no second lookup.
             if os.fstat(fd).st_nlink > 0:
-                self.fd, self._size = fd, None
+                self.fd, self._size, self._blank = fd, None, False
                 return True
             os.close(fd)
 
@@ -81,7 +84,9 @@ class Lock:
         assert self.fd is not None
         record = os.pread(self.fd, RECORD_LIMIT, 0)
         self._size = len(record) if len(record) < RECORD_LIMIT else None
-        return record.strip()
+        record = record.strip()
+        self._blank = not record
+        return record
 
     def write_record(self, data: bytes) -> None:
         assert self.fd is not None
@@ -89,22 +94,25 @@ class Lock:
         os.pwrite(self.fd, data, 0)
         if self._size is None or self._size > len(data):
             os.ftruncate(self.fd, len(data))
-        self._size = len(data)
+        self._size, self._blank = len(data), not data.strip()
 
     def clear_record(self) -> None:
         """No record any more; the file keeps its size (blanks are written over it)."""
         assert self.fd is not None
+        if self._blank:
+            return
         if self._size is None:
             self._size = os.fstat(self.fd).st_size
         if self._size:
             os.pwrite(self.fd, b" " * self._size, 0)
+        self._blank = True
 
     def drop_record(self) -> None:
         """No record, and an empty file: for a riddle that is final or gone."""
         assert self.fd is not None
         if self._size != 0:
             os.ftruncate(self.fd, 0)
-            self._size = 0
+            self._size, self._blank = 0, True
 
     def __enter__(self) -> Lock:
         self.acquire(timeout=10)
