@@ -309,6 +309,20 @@ def test_doctor_fixes_tmp_leftovers_and_duplicates(cli: Cli) -> None:
     assert len(list(cli.spool.glob("*/d1.json"))) == 1
 
 
+def test_a_copy_made_by_hand_is_resolved_when_an_agent_starts(cli: Cli) -> None:
+    """A claim looks for a second copy only where a commit's record says one can lie; a
+    copy a person made anywhere else is resolved by the next agent's start (the newer
+    rev wins), before that agent could handle the older copy."""
+    submit_flags(cli, "d1")
+    doc = orjson.loads((cli.spool / "incoming" / "d1.json").read_bytes())
+    (cli.spool / "hold" / "d1.json").write_bytes(orjson.dumps({**doc, "rev": doc["rev"] + 1}))
+    assert cli("agent", "extract", "--once").code == 0
+    assert sorted(p.parent.name for p in cli.spool.glob("*/d1.json")) == ["hold"]
+    assert cli("doctor").code == 0
+    events = [orjson.loads(line) for line in cli("events").out.splitlines()]
+    assert not any(event["stage"] == "extract" for event in events)
+
+
 def test_completion_lists_data_files(cli: Cli) -> None:
     env = {
         **os.environ,

@@ -312,9 +312,7 @@ class SpoolMachine(RuleBasedStateMachine):
         if to is claim.queue:
             to = Queue.HOLD if claim.queue is not Queue.HOLD else Queue.DONE
         assert isinstance(self.spool, FsSpool)
-        doc = claim.riddle.to_json()
-        doc["rev"] = claim.riddle.rev + 1
-        (self.spool.dir(to) / f"{riddle_id}.json").write_bytes(orjson.dumps(doc))
+        crash_after_rename(self.spool, claim, to)
         self._die(riddle_id)
         self.stale[riddle_id] = claim.queue
         self.queue[riddle_id] = to
@@ -427,7 +425,9 @@ def copies_of(spool: FsSpool, riddle_id: str) -> list[Queue]:
 
 
 def crash_after_rename(spool: FsSpool, claim: Claim, to: Queue) -> None:
-    """The holder's commit renamed rev + 1 into `to`, then the holder died."""
+    """The holder's commit renamed rev + 1 into `to`, then the holder died: its record of
+    the move was written first, as every commit that moves a riddle writes it."""
+    spool.mark_moving(claim, claim.riddle.rev + 1)
     doc = claim.riddle.to_json()
     doc["rev"] = claim.riddle.rev + 1
     (spool.dir(to) / f"{claim.riddle.id}.json").write_bytes(orjson.dumps(doc))

@@ -263,11 +263,11 @@ def publish(
             # process of the same pid may have left one), and spares an `ftruncate`.
             spare = _take_spare(tmp_dir)
             if spare is not None:
-                tmp, left = spare
+                tmp, old_size = spare
                 flags = 0
             else:
                 tmp = os.path.join(tmp_dir, tmp_name(os.path.basename(dest)))
-                left, flags = 0, os.O_TRUNC
+                old_size, flags = 0, os.O_TRUNC
             try:
                 fd = _create(tmp, flags)
             except BaseException:
@@ -277,7 +277,7 @@ def publish(
             written = 0
             while written < len(data):
                 written += os.pwrite(fd, data[written:], written)
-            if left > len(data):
+            if old_size > len(data):
                 os.ftruncate(fd, len(data))  # what is left of the spare's old content
             if mtimes is not None:
                 os.utime(fd, ns=(mtimes[index], mtimes[index]))

@@ -1,10 +1,11 @@
 """The filesystem spool: one directory per queue, one `ID.json` per riddle.
 
 Claims are `flock`s on `locks/ID.lock` (see `locks`), so they die with their process.
-While a riddle is being handled its lock file holds the claim record (the owner); finding
-a record when claiming means the previous holder died, which counts toward the poison
-limit and is the only case in which a duplicate left by a crash between two steps can
-exist. Lock files are kept, not created and deleted per claim, but only for riddles the
+The lock file holds the claim record: while a riddle is being handled, its holder; once
+handled, and through its commit, where the riddle moves from (`mark_moving`), kept after
+a move into an inbox until the next claim; else blanks. Finding a holder when claiming
+means the previous holder died, which counts toward the poison limit; a move tells the
+only queue where a second copy can lie (`_open_claim`). Lock files are kept, not created and deleted per claim, but only for riddles the
 spool holds: a lock file taken for a name that turns out to hold no riddle (an unknown id, a
 drop-in stored under another id or set aside, a purged riddle, a refused submit) is removed
 before it is let go, so that `doctor` finds none left over.
@@ -15,12 +16,12 @@ from __future__ import annotations
 import hashlib
 import os
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from riddlectl.document import codec as documents
-from riddlectl.entries import kind_of
+from riddlectl.entries import kind_of, present
 from riddlectl.errors import InvalidDocument
 from riddlectl.spool.contract import (
     WAIT_NOTICE,
@@ -132,15 +133,32 @@ class FsSpool(Writing):
         return None, info.st_ino
 
     def _open_claim(self, queue: Queue, riddle: Riddle, path: str, lock: Lock) -> Claim | None:
-        # Duplicates are looked for on every claim (a stat per queue): a crash between the
-        # rename and the unlink of any commit, an agent's or a command's, leaves one.
+        # A second copy of the riddle is left by a commit between its rename and the
+        # removal of the old copy (an agent lets go of a riddle it moves into an inbox in
+        # that gap; a crash anywhere in it). Every commit that moves a riddle first writes
+        # where from into the lock file's record (`mark_moving`), so the record says where
+        # to look: the queue left, for the copy that moved; every queue, for an older copy
+        # or a holder that died; none, for a blank record. (Copies made by hand, and a
+        # record lost with the power, are found when an agent starts: `repair.sweep`.)
         raw = lock.read_record()
         owner = _record(raw)
-        abandoned = int(owner.get("abandoned") or 0) + 1 if raw else 0
-        if isinstance(owner.get("rev"), int) and riddle.rev > owner["rev"]:
-            abandoned = 0  # its holder died after its commit was made: nothing abandoned
+        left = _moving_from(owner)
+        if left is not None:
+            abandoned = 0  # its last holder had finished with it
+            suspects: list[Queue] | None = [] if left is queue else [left]
+            if riddle.rev != owner["rev"]:
+                suspects = None  # an older copy, or a commit that died before its renames
+        else:
+            abandoned = int(owner.get("abandoned") or 0) + 1 if raw else 0
+            if isinstance(owner.get("rev"), int) and riddle.rev > owner["rev"]:
+                abandoned = 0  # its holder died after its commit was made: nothing abandoned
+            suspects = None if raw else []
         riddle_id = riddle.id or ""
-        if any(self._holding(riddle_id, besides=queue)):
+        if suspects is None:
+            copied = any(self._holding(riddle_id, besides=queue))
+        else:
+            copied = any(present(self._file(q, riddle_id)) for q in suspects)
+        if copied:
             if self._resolve_duplicates(queue, riddle, lock)[0] is not queue:
                 lock.release()
                 return None
@@ -149,7 +167,9 @@ class FsSpool(Writing):
         return Claim(riddle, queue, abandoned, Token(lock, path), found=found)
 
     def handled(self, claim: Claim) -> None:
-        claim.token.lock.clear_record()
+        # The commit to come moves the riddle on at the next rev: said now, in the write
+        # that also tells that the holder is done with it (see `begin`).
+        self.mark_moving(claim, claim.riddle.rev + 1)
 
     def begin(self, claim: Claim) -> None:
         # Written when handling starts, not at claim time: riddles claimed in the same
@@ -161,6 +181,7 @@ class FsSpool(Writing):
             "rev": claim.riddle.rev,  # a later rev found with the record: the commit was made
         }
         claim.token.lock.write_record(orjson.dumps(record))
+        claim.token.moving_rev = None
 
     def _resolve_duplicates(self, queue: Queue, riddle: Riddle, lock: Lock) -> tuple[Queue, Riddle]:
         """Keep the best copy of a riddle (see `_best`) of `riddle` in `queue` and those
@@ -303,6 +324,15 @@ def _best(copy: tuple[Queue, Riddle]) -> tuple[int, bool, int]:
     its word agree: a solved riddle is not one that failed), then the queue further along."""
     queue, riddle = copy
     return (riddle.rev, queue is Queue.DONE and riddle.status.solved, _RANK[queue])
+
+
+def _moving_from(record: dict[str, Any]) -> Queue | None:
+    """The queue a `mark_moving` record says the riddle left; None for other records."""
+    try:
+        left = Queue(record["moving"])
+    except (KeyError, ValueError, TypeError):
+        return None
+    return left if isinstance(record.get("rev"), int) else None
 
 
 def _hashed(name: str) -> str:

@@ -49,6 +49,9 @@ class Token:
 
     lock: Lock
     path: str
+    # The rev its lock file's record says the riddle moves on at (`Writing.mark_moving`);
+    # None while the record is anything else.
+    moving_rev: int | None = None
 
 
 class Layout(Spool):

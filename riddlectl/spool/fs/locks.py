@@ -6,9 +6,9 @@ data. The semantics are the same: the lock belongs to an open file description, 
 dies with its process (kill -9 included) and is never inherited by handler processes
 (the descriptor is close-on-exec).
 
-The file's content is the claim record: blank while nobody is handling the riddle; the
-owner (agent, host, pid, time, abandoned count) while a handling is under way. Finding a
-record when taking the lock therefore means the previous holder died mid-handling.
+The file's content is the claim record, which the spool writes (see `fsspool`): the owner
+(agent, host, pid, time, abandoned count) while a handling is under way, where the
+riddle moves from once it is handled, blanks otherwise.
 Records are padded to `RECORD_SIZE` and cleared by writing blanks over them, so that the
 file keeps its size and its block: truncating it freed the block, which the next claim
 allocated again, and waited for the page whenever a flush was writing it (7 % of an

@@ -19,6 +19,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
+from riddlectl.document.ids import ID_RE
 from riddlectl.entries import kind_of
 from riddlectl.identity import alive, hostname
 from riddlectl.spool.contract import Finding
@@ -57,13 +58,17 @@ def examine(spool: Mended, fix: bool = False) -> list[Finding]:
 
 
 def sweep(spool: Mended) -> None:
-    """Tidy what dead agents left (temp files, claim records of final riddles); agents
-    do this when they start."""
+    """Tidy what dead agents left (temp files, claim records of final riddles) and
+    resolve duplicates a claim would not look for (copies made by hand; a commit's record
+    lost with the power, see `FsSpool._open_claim`); agents do this when they start."""
     for path in stale_tmp(spool):
         with contextlib.suppress(IsADirectoryError):  # a person's: doctor reports it
             path.unlink(missing_ok=True)
     for riddle_id in stale_claims(spool):
         clear_claim(spool, riddle_id)
+    for riddle_id in _copies(spool):
+        if ID_RE.fullmatch(riddle_id):  # a drop-in's name is no riddle's yet
+            spool.dedupe(riddle_id, wait=0.0)  # a held one: its holder's claim resolves it
 
 
 def _strays(spool: Mended) -> list[Finding]:
@@ -81,15 +86,18 @@ def _strays(spool: Mended) -> list[Finding]:
     return findings
 
 
-def _duplicates(spool: Mended, fix: bool) -> list[Finding]:
+def _copies(spool: Mended) -> dict[str, list[Queue]]:
+    """The entries listed in more than one queue, and those queues."""
     where: dict[str, list[Queue]] = defaultdict(list)
     for queue in Queue:
         for riddle_id in spool.ids(queue):
             where[riddle_id].append(queue)
+    return {riddle_id: queues for riddle_id, queues in where.items() if len(queues) > 1}
+
+
+def _duplicates(spool: Mended, fix: bool) -> list[Finding]:
     findings = []
-    for riddle_id, queues in where.items():
-        if len(queues) < 2:
-            continue
+    for riddle_id, queues in _copies(spool).items():
         finding = Finding("duplicate", riddle_id, "in " + ", ".join(q.value for q in queues))
         if fix:
             kept = spool.dedupe(riddle_id, wait=1.0)

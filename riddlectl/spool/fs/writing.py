@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import contextlib
 import os
+import time
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
+
+import orjson
 
 from riddlectl.document import codec as documents
 from riddlectl.errors import DuplicateId
@@ -127,6 +130,9 @@ class Writing(Intake):
             (claim, r, to, len(data))
             for (claim, r, to), (_, data) in zip(stamped, files, strict=True)
         )
+        for claim, riddle, to in stamped:
+            if to is not claim.queue and claim.token.moving_rev != riddle.rev:
+                self.mark_moving(claim, riddle.rev)
         unflushed = atomic.publish(files, self.tmp_dir, durable=self.durable, checkpoints=True)
         # Logged while the riddles are still held: the agent that takes one up next logs
         # after this commit's events, never before them.
@@ -138,7 +144,7 @@ class Writing(Intake):
         # (`_resolve_duplicates`): the two flushes of one directory mostly coincide.
         for claim, _, to in stamped:
             if to in INBOXES and not claim.keep:
-                self._end_claim(claim)
+                self._end_claim(claim, moved=True)
         # The renames are made durable before any source goes: a filesystem without a
         # journal (this project's own ext4 has none) may write a directory's removal back
         # before another's addition, and a crash between the two would lose the riddle.
@@ -155,6 +161,21 @@ class Writing(Intake):
                 self._end_claim(claim, final=to in FINAL)
         reach("lock-released")
         return [riddle for _, riddle, _ in stamped]
+
+    def mark_moving(self, claim: Claim, rev: int) -> None:
+        """Write into the claim's lock file that the riddle leaves `claim.queue` at `rev`
+        (its holder, then `"moving"` and `"rev"`): made before the commit's renames, and
+        left there when the claim lets go before the old copy is removed, so that the
+        next claim of the id knows the one place a second copy can lie (`_open_claim`)."""
+        record = {
+            **self.actor.as_dict(),
+            "time": time.time(),
+            "moving": claim.queue.value,
+            "rev": rev,
+        }
+        token: Token = claim.token
+        token.lock.write_record(orjson.dumps(record))
+        token.moving_rev = rev
 
     def release(self, claim: Claim) -> None:
         self.keep_found(claim)
@@ -176,7 +197,9 @@ class Writing(Intake):
             claim.open = False
             self._let_go(claim.token.lock, claim.riddle.id or "")
 
-    def _end_claim(self, claim: Claim, *, final: bool = False) -> None:
+    def _end_claim(self, claim: Claim, *, final: bool = False, moved: bool = False) -> None:
+        """Let go of the claim; its record blanked, or emptied when `final`, or kept when
+        `moved` (into an inbox, its old copy not yet removed: see `mark_moving`)."""
         if not claim.open:
             return
         claim.open = False
@@ -184,7 +207,8 @@ class Writing(Intake):
         try:
             if final:
                 token.lock.drop_record()
-            else:
+            elif not moved:
                 token.lock.clear_record()
+                token.moving_rev = None
         finally:  # on a read-only spool the record stays, but the lock must go
             token.lock.release()
