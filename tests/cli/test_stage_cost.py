@@ -1,4 +1,5 @@
-"""scripts/stage-cost: instructions per riddle and stage, counted under callgrind."""
+"""scripts/stage-cost: instructions (callgrind) or system calls (strace) per riddle and
+stage."""
 
 from __future__ import annotations
 
@@ -42,6 +43,33 @@ def test_it_counts_what_one_riddle_costs_a_stage_and_its_start(tmp_path: Path) -
         assert 1e8 < stage["start"] < 1e10
     # Solving reads the data and computes; managing only moves the riddle on.
     assert counts["solve"]["per_riddle"] > counts["manage"]["per_riddle"]
+
+
+def _can_trace() -> bool:
+    """strace is there and may trace here (a container may forbid ptrace)."""
+    if shutil.which("strace") is None:
+        return False
+    done = subprocess.run(["strace", "-c", "-o", os.devnull, "true"], capture_output=True)
+    return done.returncode == 0
+
+
+@pytest.mark.skipif(not _can_trace(), reason="needs strace, and ptrace allowed")
+def test_it_counts_the_system_calls_one_riddle_costs_a_stage(tmp_path: Path) -> None:
+    args = ["--syscalls", "--small", "2", "--large", "6", "--stages", "extract,solve", "--json"]
+    done = _run(args, tmp_path)
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["unit"] == "system calls"
+    counts = report["counts"]["riddlectl"]
+    for stage in counts.values():
+        # A riddle costs its stage tens of calls (claim, read, write, rename); a start
+        # thousands (Python loading its modules).
+        assert 10 < stage["per_riddle"] < 200
+        assert 1_000 < stage["start"] < 100_000
+        calls = stage["calls"]
+        assert calls["rename"] >= 1 and calls["flock"] >= 1  # a commit, and a claim
+        assert "futex" not in calls  # waits are left out
+        assert abs(sum(calls.values()) - stage["per_riddle"]) < 1e-6
 
 
 def test_bad_usage_is_exit_2_with_the_rule(tmp_path: Path) -> None:
