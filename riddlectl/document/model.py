@@ -118,10 +118,16 @@ class Riddle(_Open):
         return self.__pydantic_extra__
 
     def to_json(self) -> dict[str, Any]:
-        doc = self.model_dump(mode="json", by_alias=True)
-        if doc["riddle"].get("answer") is None:
-            doc["riddle"].pop("answer", None)  # keep the canonical shape
-        return doc
+        return self.model_dump(mode="json", **self.canonical())
+
+    def canonical(self) -> dict[str, Any]:
+        """The options of pydantic's dump that give the canonical document: fields by
+        their aliases, and no `answer: null` (a riddle without a typed answer has none)."""
+        return _CANONICAL if self.riddle.answer is not None else _CANONICAL_NO_ANSWER
+
+
+_CANONICAL: dict[str, Any] = {"by_alias": True}
+_CANONICAL_NO_ANSWER: dict[str, Any] = {"by_alias": True, "exclude": {"riddle": {"answer"}}}
 
 
 def riddle_json_schema() -> dict[str, Any]:
