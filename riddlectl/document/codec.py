@@ -193,13 +193,23 @@ def _json_lines(text: bytes, where: str, limit: int) -> list[tuple[str, Any]]:
     return docs
 
 
+# The keys that tell the first design's request shape, where they stand in it: the
+# document's, its `riddle`'s, and a data item's. Read by `is_legacy` from a dict and by
+# `_legacy_fields` from a document the models read (where they are unknown fields).
+LEGACY_TOP = frozenset({"steps", "trial"})
+LEGACY_SPEC = frozenset({"solution_before", "review_before"})
+LEGACY_ITEM = "file"
+
+
 def is_legacy(obj: dict[str, Any]) -> bool:
     """True for the first design's request shape (docs/reference.md#the-first-request-format)."""
     spec = obj.get("riddle")
-    legacy_spec = isinstance(spec, dict) and ("solution_before" in spec or "review_before" in spec)
+    legacy_spec = isinstance(spec, dict) and not LEGACY_SPEC.isdisjoint(spec)
     data = obj.get("data")
-    legacy_data = isinstance(data, list) and any(isinstance(d, dict) and "file" in d for d in data)
-    return "steps" in obj or "trial" in obj or legacy_spec or legacy_data
+    legacy_data = isinstance(data, list) and any(
+        isinstance(d, dict) and LEGACY_ITEM in d for d in data
+    )
+    return not LEGACY_TOP.isdisjoint(obj) or legacy_spec or legacy_data
 
 
 def from_legacy(obj: dict[str, Any], where: str = "document") -> dict[str, Any]:
@@ -208,7 +218,7 @@ def from_legacy(obj: dict[str, Any], where: str = "document") -> dict[str, Any]:
     Fields of the wrong type are left for validation to report, naming the field; only
     `steps`, which has no canonical counterpart to report on, is refused here.
     """
-    doc = {k: v for k, v in obj.items() if k not in ("steps", "trial")}
+    doc = {k: v for k, v in obj.items() if k not in LEGACY_TOP}
     steps = obj.get("steps") or {}
     if not isinstance(steps, dict):
         raise InvalidDocument("must be an object of step: true/false", where=where, field="steps")
@@ -314,14 +324,10 @@ def parse(
 def _legacy_fields(riddle: Riddle) -> bool:
     """`is_legacy` of a document read as it is: its first-format keys are the models'
     unknown fields."""
-    extra = riddle.__pydantic_extra__ or {}
-    spec = riddle.riddle.__pydantic_extra__ or {}
     return (
-        "steps" in extra
-        or "trial" in extra
-        or "solution_before" in spec
-        or "review_before" in spec
-        or any("file" in (item.__pydantic_extra__ or ()) for item in riddle.data)
+        not LEGACY_TOP.isdisjoint(riddle.__pydantic_extra__ or ())
+        or not LEGACY_SPEC.isdisjoint(riddle.riddle.__pydantic_extra__ or ())
+        or any(LEGACY_ITEM in (item.__pydantic_extra__ or ()) for item in riddle.data)
     )
 
 

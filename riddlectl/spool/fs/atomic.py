@@ -247,10 +247,15 @@ def publish(
     durable: bool = True,
     checkpoints: bool = False,
     mtimes: Sequence[int] | None = None,
+    before_renames: Callable[[], None] | None = None,
 ) -> list[str]:
     """`write_many` up to the renames: the files are flushed and in place, their
     directories not yet; returns those directories, for `sync_dirs` (none when not
-    durable). A spool uses the gap to let go of its locks before the last flush."""
+    durable). A spool uses the gap to let go of its locks before the last flush.
+
+    `before_renames` runs once the files are flushed, before any is renamed: what it
+    writes is not waited for by that flush (which the next reader of the files waits on),
+    and is in place should the process die after a rename."""
     check = reach if checkpoints else _nothing
     tmp_dir = str(tmp_dir)
     staged: list[tuple[int, str, str]] = []  # (fd, temp path, destination)
@@ -285,6 +290,8 @@ def publish(
         if durable:
             _flush([fd for fd, _, _ in staged])
         check("flushed")
+        if before_renames is not None:
+            before_renames()
     except BaseException:
         for fd, tmp, _ in staged:
             os.close(fd)

@@ -5,10 +5,12 @@ The lock file holds the claim record: while a riddle is being handled, its holde
 handled, and through its commit, where the riddle moves from (`mark_moving`), kept after
 a move into an inbox until the next claim; else blanks. Finding a holder when claiming
 means the previous holder died, which counts toward the poison limit; a move tells the
-only queue where a second copy can lie (`_open_claim`). Lock files are kept, not created and deleted per claim, but only for riddles the
-spool holds: a lock file taken for a name that turns out to hold no riddle (an unknown id, a
-drop-in stored under another id or set aside, a purged riddle, a refused submit) is removed
-before it is let go, so that `doctor` finds none left over.
+only queue where a second copy can lie (`_open_claim`).
+
+Lock files are kept, not created and deleted per claim, but only for riddles the spool
+holds: a lock file taken for a name that turns out to hold no riddle (an unknown id, a
+drop-in stored under another id or set aside, a purged riddle, a refused submit) is
+removed before it is let go, so that `doctor` finds none left over.
 """
 
 from __future__ import annotations

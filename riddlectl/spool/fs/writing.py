@@ -130,10 +130,17 @@ class Writing(Intake):
             (claim, r, to, len(data))
             for (claim, r, to), (_, data) in zip(stamped, files, strict=True)
         )
-        for claim, riddle, to in stamped:
-            if to is not claim.queue and claim.token.moving_rev != riddle.rev:
-                self.mark_moving(claim, riddle.rev)
-        unflushed = atomic.publish(files, self.tmp_dir, durable=self.durable, checkpoints=True)
+
+        def mark_moves() -> None:
+            # After the flush: a record written before it would be flushed with the
+            # documents, on the way of the next stage, which waits for that flush.
+            for claim, riddle, to in stamped:
+                if to is not claim.queue and claim.token.moving_rev != riddle.rev:
+                    self.mark_moving(claim, riddle.rev)
+
+        unflushed = atomic.publish(
+            files, self.tmp_dir, durable=self.durable, checkpoints=True, before_renames=mark_moves
+        )
         # Logged while the riddles are still held: the agent that takes one up next logs
         # after this commit's events, never before them.
         self.events.made()
