@@ -20,8 +20,6 @@ import os
 import time
 from typing import TYPE_CHECKING, Any
 
-import orjson
-
 from riddlectl.document import codec as documents
 from riddlectl.entries import kind_of, present
 from riddlectl.errors import InvalidDocument
@@ -176,13 +174,8 @@ class FsSpool(Writing):
     def begin(self, claim: Claim) -> None:
         # Written when handling starts, not at claim time: riddles claimed in the same
         # batch as a poison riddle must not be charged for the agent's death.
-        record = {
-            **self.actor.as_dict(),
-            "time": time.time(),
-            "abandoned": claim.abandoned,
-            "rev": claim.riddle.rev,  # a later rev found with the record: the commit was made
-        }
-        claim.token.lock.write_record(orjson.dumps(record))
+        # A later rev found with the record tells that the commit was made.
+        self.write_record(claim, abandoned=claim.abandoned, rev=claim.riddle.rev)
         claim.token.moving_rev = None
 
     def _resolve_duplicates(self, queue: Queue, riddle: Riddle, lock: Lock) -> tuple[Queue, Riddle]:

@@ -174,15 +174,15 @@ class Writing(Intake):
         (its holder, then `"moving"` and `"rev"`): made before the commit's renames, and
         left there when the claim lets go before the old copy is removed, so that the
         next claim of the id knows the one place a second copy can lie (`_open_claim`)."""
-        record = {
-            **self.actor.as_dict(),
-            "time": time.time(),
-            "moving": claim.queue.value,
-            "rev": rev,
-        }
+        self.write_record(claim, moving=claim.queue.value, rev=rev)
+        claim.token.moving_rev = rev
+
+    def write_record(self, claim: Claim, **fields: object) -> None:
+        """Write the claim record into the claim's lock file: this process as the holder,
+        the time, and `fields`."""
+        record = {**self.actor.as_dict(), "time": time.time(), **fields}
         token: Token = claim.token
         token.lock.write_record(orjson.dumps(record))
-        token.moving_rev = rev
 
     def release(self, claim: Claim) -> None:
         self.keep_found(claim)

@@ -284,11 +284,12 @@ class Inputs:
     def dropped_as(self, queue: Queue, entry: str) -> Riddle | None:
         """The riddle the drop-in listed as `entry` by `dropped_ids` is (under its own id,
         which may differ from `entry`); None when it is gone or is no riddle yet."""
+        names = names_of(entry)
         with self.db.session() as conn:
             row = conn.execute(
                 "SELECT name, raw, at FROM dropins WHERE queue = %s AND name = ANY(%s) "
                 "ORDER BY name = %s DESC LIMIT 1",
-                (queue.value, list(names_of(entry)), names_of(entry)[0]),
+                (queue.value, list(names), names[0]),
             ).fetchone()
         if row is None:
             return None
