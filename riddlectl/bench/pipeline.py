@@ -25,7 +25,8 @@ How it measures, in this order:
 5. **reference** (`riddlectl.bench.reference`): a single-process loop doing four
    transitions per riddle (read, orjson parse, write temp, fsync, rename, fsync the
    directory, unlink), with fsync and without, on a document like the ones bench submits;
-   and the watchdog (inotify) wake-up latency. Measured after the agents have stopped, on
+   the group-sync limit (five transitions a riddle, one `syncfs` per 100); and the
+   watchdog (inotify) wake-up latency. Measured after the agents have stopped, on
    the same filesystem (why after: see `run_bench`).
 6. **status** (only with `status_riddles` > 0): a second spool filled (dropped in, not
    timed) with that many finished riddles copied from a real done document, then the
@@ -43,8 +44,9 @@ The outcome (`run_bench`; `riddlectl bench --json` prints it) has these fields:
 
 - `version` (1), `error` (null or why the run stopped early), `machine` (`cpus`,
   `python`, `platform`, `tmpdir`), `options` (the `BenchOptions`)
-- `reference`: `fsync` / `no_fsync` (`riddles`, `seconds`, `riddles_per_s`,
-  `transition_ms`, `spread` [min, max] over the reps; the median rep is reported), `reps`,
+- `reference`: `fsync` / `no_fsync` / `group_sync` (`riddles`, `seconds`,
+  `riddles_per_s`, `transition_ms`, `transitions_per_riddle`, `spread` [min, max] over the
+  reps; the median rep is reported), `reps`,
   `payload_bytes`, `inotify_wakeup` (`samples`, `median_ms`, `max_ms`)
 - `latency`: `riddles`, `failed`, `p50_ms`, `p99_ms`, `mean_ms`, `max_ms`, `capped`
 - `submit`: `riddles`, `seconds`, `per_s`

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from riddlectl.bench import reference
 from riddlectl.bench.breakdown import render as render_breakdown
 from riddlectl.bench.measure import rounded, target
 from riddlectl.bench.peers.table import render as peer_table
@@ -16,16 +17,21 @@ from riddlectl.bench.peers.table import render as peer_table
 
 def judge(out: dict[str, Any], options: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     """`ratios`: `throughput` (pipeline riddles/s over the reference's in the same fsync
-    mode) and `latency_p50` (p50 over one transition in that mode + one inotify wake-up).
+    mode), `group_sync` (durable pipeline riddles/s over the group-sync limit's) and
+    `latency_p50` (p50 over one transition in that mode + one inotify wake-up).
 
-    `targets`: `throughput_durable` (>= 1.5), `throughput_no_fsync` (>= 0.6),
-    `latency_p50` (<= 4), `status_100k` (seconds over 100,000 riddles, < 1): each
-    `ratio`, `limit`, `compare`, `holds` (null when not measured in this run: the
-    throughput target of the other fsync mode, status below 100,000 riddles).
+    `targets`: `throughput_durable` (>= 1.5), `throughput_group_sync` (>= 0.8),
+    `throughput_no_fsync` (>= 0.6), `latency_p50` (<= 4), `status_100k` (seconds over
+    100,000 riddles, < 1): each `ratio`, `limit`, `compare`, `holds` (null when not
+    measured in this run: the throughput targets of the other fsync mode, status below
+    100,000 riddles).
     """
     ref = out["reference"]
     mode = ref["fsync" if options.fsync else "no_fsync"]
-    tput = out["throughput"]["per_s"] / mode["riddles_per_s"] if out["throughput"] else None
+    per_s = out["throughput"]["per_s"] if out["throughput"] else None
+    tput = per_s / mode["riddles_per_s"] if per_s else None
+    limit = (ref.get("group_sync") or {}).get("riddles_per_s")
+    share = per_s / limit if per_s and limit and options.fsync else None
     budget = mode["transition_ms"] + (ref["inotify_wakeup"]["median_ms"] or 0.0)
     lat = out["latency"]["p50_ms"] / budget if out["latency"] else None
     status = out["status"]["command_s"] if out["status"] else None
@@ -33,10 +39,15 @@ def judge(out: dict[str, Any], options: Any) -> tuple[dict[str, Any], dict[str, 
     if not out.get("on_directory", True):
         # The reference is the filesystem's: a database spool is compared with its peers
         # on the same server (`--peers procrastinate`), not with it.
-        tput = lat = None
-    ratios = {"throughput": rounded(tput), "latency_p50": rounded(lat)}
+        tput = lat = share = None
+    ratios = {
+        "throughput": rounded(tput),
+        "group_sync": rounded(share),
+        "latency_p50": rounded(lat),
+    }
     targets = {
         "throughput_durable": target(tput if options.fsync else None, ">=", 1.5),
+        "throughput_group_sync": target(share, ">=", 0.8),
         "throughput_no_fsync": target(None if options.fsync else tput, ">=", 0.6),
         "latency_p50": target(lat, "<=", 4.0),
         "status_100k": target(status if big else None, "<", 1.0),
@@ -52,6 +63,14 @@ def render(outcome: dict[str, Any]) -> str:
         f"{ref['no_fsync']['riddles_per_s']:g} without; inotify wake-up "
         f"{ref['inotify_wakeup']['median_ms']} ms; file create {ref['file_create_us']} us"
     ]
+    if ref.get("group_sync"):
+        group = ref["group_sync"]
+        lines.append(
+            f"group-sync limit: {group['riddles_per_s']:g} riddles/s "
+            f"({group['riddles_per_s'] * group['transitions_per_riddle']:.0f} transitions/s, "
+            f"{group['transitions_per_riddle']} a riddle, one syncfs per "
+            f"{reference.GROUP})"
+        )
     lines += _pipeline_lines(outcome)
     lines += _ratio_lines(outcome)
     if outcome["error"]:
@@ -72,6 +91,8 @@ def _ratio_lines(outcome: dict[str, Any]) -> list[str]:
     parts = []
     if ratios.get("throughput") is not None:
         parts.append(f"throughput {ratios['throughput']:g} x the bare loop's ({durable} fsync)")
+    if ratios.get("group_sync") is not None:
+        parts.append(f"{ratios['group_sync']:g} x the group-sync limit")
     if ratios.get("latency_p50") is not None:
         parts.append(f"p50 latency {ratios['latency_p50']:g} x one transition + one wake-up")
     return [f"against the reference: {'; '.join(parts)}"] if parts else []

@@ -12,6 +12,7 @@ from riddlectl.bench.summary import judge
 REFERENCE = {
     "fsync": {"riddles_per_s": 400.0, "transition_ms": 2.0},
     "no_fsync": {"riddles_per_s": 3500.0, "transition_ms": 0.3},
+    "group_sync": {"riddles_per_s": 120.0, "transition_ms": 1.6, "transitions_per_riddle": 5},
     "inotify_wakeup": {"median_ms": 0.05},
 }
 
@@ -39,12 +40,20 @@ def test_a_file_spool_is_judged_against_the_filesystem_reference() -> None:
     ratios, targets = judge(outcome(None), options(None))
     assert ratios["throughput"] == 0.225
     assert targets["throughput_durable"]["holds"] is False
+    assert ratios["group_sync"] == 0.75  # 90 riddles/s over the limit's 120
+    assert targets["throughput_group_sync"]["holds"] is False
+
+
+def test_the_group_sync_limit_judges_durable_runs_only() -> None:
+    ratios, targets = judge(outcome(None), SimpleNamespace(fsync=False, status_riddles=0))
+    assert ratios["group_sync"] is None
+    assert targets["throughput_group_sync"]["holds"] is None
 
 
 def test_a_database_spool_is_not_judged_against_the_filesystem() -> None:
     url = "postgresql://postgres@127.0.0.1/postgres"
     ratios, targets = judge(outcome(url), options(url))
-    assert ratios == {"throughput": None, "latency_p50": None}
+    assert ratios == {"throughput": None, "group_sync": None, "latency_p50": None}
     assert all(goal["holds"] is None for goal in targets.values())
 
 
