@@ -19,8 +19,12 @@ def _queue(base: str, stage: str) -> Any:
     from persistqueue import SQLiteQueue
     from persistqueue.serializers import json as json_serializer
 
+    path = os.path.join(base, stage)
+    # persist-queue makes its directory when it finds none, without `exist_ok`: two
+    # workers opening the same queue at once (one's inbox, the other's outbox) would race.
+    os.makedirs(path, exist_ok=True)
     return SQLiteQueue(
-        os.path.join(base, stage),
+        path,
         auto_commit=True,
         multithreading=True,
         serializer=json_serializer,
