@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.machinery
 import importlib.util
 import sys
+from pathlib import Path
 from types import ModuleType
 
 import pytest
@@ -50,3 +51,16 @@ def test_a_figure_missing_from_a_round_leaves_that_round_out(tool: ModuleType) -
     # A figure no round has is not shown at all, rather than as zero.
     assert all(row["figure"] != "submit (riddles/s)" for row in rows)
     assert tool.figure({"cpu": {"ms_per_riddle": True}}, ("cpu", "ms_per_riddle")) is None
+
+
+def test_a_database_spool_is_a_global_option_and_needs_the_postgres_extra(
+    tool: ModuleType, tmp_path: Path
+) -> None:
+    revision = tool.Revision("HEAD", "0" * 40, tmp_path / "riddlectl")
+    url = "postgresql://postgres@127.0.0.1:5432/postgres"
+    argv = tool.bench_argv(revision, 500, ["--rounds", "1"], url)
+    assert argv[1:4] == ["--spool", url, "bench"]  # before the command, as riddlectl wants
+    assert argv[-2:] == ["--rounds", "1"]
+    assert tool.bench_argv(revision, 500, [], None)[1] == "bench"
+    assert tool.requirement(tmp_path / "src", url) == f"{tmp_path / 'src'}[postgres]"
+    assert tool.requirement(tmp_path / "src", None) == str(tmp_path / "src")
