@@ -165,11 +165,17 @@ def _print_status(
 
 @app.command()
 @guarded
-def show(ctx: typer.Context, riddle_id: Annotated[str, typer.Argument(metavar="ID")]) -> None:
-    """Print the whole document, wherever it is."""
+def show(
+    ctx: typer.Context,
+    ids: Annotated[
+        list[str], typer.Argument(help="Riddle ids (- reads them from stdin).", metavar="ID...")
+    ],
+) -> None:
+    """Print the whole document, wherever it is (several: a JSON array of them)."""
     spool = runtime.open_spool(resolve(ctx), create=False)
-    _, riddle = spool.require(riddle_id)
-    emit_json(riddle.to_json())
+    docs = [riddle.to_json() for _, _, riddle in report.find_all(spool, read_ids(ids))]
+    if docs:  # `-` that read no ids acts on none and prints nothing, as `xargs -r` would
+        emit_json(docs[0] if len(docs) == 1 else docs)
 
 
 @app.command()

@@ -128,7 +128,9 @@ def test_a_command_that_acts_on_ids_given_none_is_exit_2_in_one_line(
     assert queue_of(cli, "q3") == "incoming"
 
 
-@pytest.mark.parametrize("command", ["hold", "release", "cancel", "retry", "result", "status"])
+@pytest.mark.parametrize(
+    "command", ["hold", "release", "cancel", "retry", "result", "status", "show"]
+)
 def test_dash_with_nothing_on_stdin_acts_on_no_riddle(cli: Cli, command: str) -> None:
     """`-` that reads no ids is an empty list, as `xargs -r` takes it: nothing is printed
     or changed, exit 0 (`retry -` does not fall back to every failed riddle)."""
@@ -139,6 +141,22 @@ def test_dash_with_nothing_on_stdin_acts_on_no_riddle(cli: Cli, command: str) ->
     assert (queue_of(cli, "q3"), queue_of(cli, "f1")) == ("incoming", "failed")
     listed = cli("status", "-", "--json", input="\n")
     assert listed.json()["riddles"] == []  # type: ignore[index]
+
+
+def test_show_prints_one_document_or_an_array_of_them_in_the_order_given(cli: Cli) -> None:
+    submit(cli, "q3", "q4")
+    one = cli("show", "-", input="q4\n")
+    assert one.code == 0, one.err
+    assert one.json()["id"] == "q4"  # type: ignore[index]
+    several = cli("show", "q4", "-", input="q3 q4\n")
+    assert several.code == 0, several.err
+    assert [doc["id"] for doc in several.json()] == ["q4", "q3"]  # type: ignore[union-attr]
+    refused = cli("show", "q3", "nope", "gone")
+    assert (refused.code, refused.out) == (3, "")
+    assert error_lines(refused.err) == [
+        "riddlectl: nope: no such riddle in the spool",
+        "riddlectl: gone: no such riddle in the spool",
+    ]
 
 
 def test_status_names_every_unknown_id_and_says_yes_or_no(cli: Cli) -> None:
@@ -168,7 +186,7 @@ def test_an_id_that_is_not_valid_is_an_unknown_id(cli: Cli, command: str) -> Non
     before = queue_of(cli, "q3")
     for bad in ("../x", "-a", "a b", "x" * 129, "line\nbreak"):
         # (One bad id beside q3: each unknown id is named, and there is only this one.)
-        ids = [bad] if command == "show" else ["q3", bad]
+        ids = ["q3", bad]
         refused = cli(command, "--", *ids)
         assert refused.code == 3, (bad, refused.err)
         assert refused.out == ""

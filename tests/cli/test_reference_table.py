@@ -128,7 +128,7 @@ def ctrl_c(words: str, place: Place) -> str:
         "serve": (("serve", "--port", "0"), printed("stderr")),
         "corrupt resubmit": (("corrupt", "resubmit", "bad.json", "-"), reads_stdin),
     }
-    for reader in ("submit", "status", "result", "retry", "hold", "release", "cancel"):
+    for reader in ("submit", "status", "show", "result", "retry", "hold", "release", "cancel"):
         forms[reader] = ((reader, "-"), reads_stdin)
     if words not in forms:
         return "— (ends by itself)"
