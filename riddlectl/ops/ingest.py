@@ -16,6 +16,14 @@ keeps its name; a bad one is set aside in
 was changed within the grace period is left for the next look instead (it, or a data
 file it names, may still be being written), and counted (`Look.young`). A file is
 removed from the directory only once the spool holds it or it lies in `corrupt/`.
+
+A `*.jsonl` file that holds more than one document (JSON Lines) is a batch: each line is a
+riddle, judged as a file would be (a line without an id gets one made from the file's
+name, its time, the line's number and its content, the same at every look), and the
+file goes in whole or not at all: one bad line sets the whole file aside, its reason
+naming the line (`line 3: riddle.question: must not be empty`). Its riddles go in as
+documents of their own, `ID.json`, each keeping where it came from in `dropped_as`
+(`batch.jsonl:3`).
 """
 
 from __future__ import annotations
@@ -29,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from riddlectl.document import codec as documents
+from riddlectl.document.ids import made_id
 from riddlectl.entries import NotRegular, kind_of, shown
 from riddlectl.errors import InvalidData, InvalidDocument, RiddleError
 from riddlectl.ops.submit import check
@@ -111,12 +120,17 @@ class _Batch:
         self.entries: list[DropIn] = []
         self.size = 0
         self.ids: set[str] = set()  # ids in this batch: in the spool once it is flushed
+        self.files: list[str] = []  # the files of DIRECTORY the entries came from
         self.moved = 0
 
-    def add(self, entry: DropIn, riddle_id: str) -> None:
-        self.entries.append(entry)
-        self.ids.add(riddle_id)
-        self.size += len(entry.raw)
+    def add(self, name: str, taken: list[tuple[DropIn, str]]) -> None:
+        """The file `name`, whose riddles are `taken` (each entry with its id): all of a
+        file's riddles go into one flush, so that the file is never half taken."""
+        for entry, riddle_id in taken:
+            self.entries.append(entry)
+            self.ids.add(riddle_id)
+            self.size += len(entry.raw)
+        self.files.append(name)
         if len(self.entries) >= BATCH_FILES or self.size >= BATCH_BYTES:
             self.flush()
 
@@ -127,13 +141,13 @@ class _Batch:
         # it gives is the same (`drop_in_id` reads names so).
         entries = [DropIn(shown(e.name), e.raw, e.stamp) for e in self.entries]
         self.spool.restore_drop_ins(Queue.INCOMING, entries)
-        for name in (entry.name for entry in self.entries):
+        for name in self.files:
             with contextlib.suppress(FileNotFoundError):  # another ingest took it too
                 os.unlink(self.directory / name)
             self.moved += 1
             if self.on_moved is not None:
                 self.on_moved(name)
-        self.entries, self.size = [], 0
+        self.entries, self.files, self.size = [], [], 0
         self.ids.clear()
 
 
@@ -163,9 +177,14 @@ def _take(
         _tell(batch.directory, name, f"cannot be read: {exc.strerror or exc}", on_set_aside)
         return
     dropped = DropIn(name, raw, stamp_of(info.st_mtime_ns))
-    riddle_id, why = _judge(batch, dropped, info.st_size, settings)
+    lines = _json_lines(name, raw)
+    if lines is None:
+        riddle_id, why = _judge(batch, dropped, info.st_size, settings)
+        taken = [(dropped, riddle_id)]
+    else:
+        taken, why = _judge_lines(batch, dropped, lines, settings)
     if why is None:
-        batch.add(dropped, riddle_id)
+        batch.add(name, taken)
         return
     ready = info.st_mtime + settings.drop_in_grace
     if time.time() < ready:  # may still be being written: looked at again next time
@@ -198,6 +217,49 @@ def _judge(batch: _Batch, entry: DropIn, size: int, settings: Settings) -> tuple
     if riddle_id in batch.ids or batch.spool.find(riddle_id) is not None:
         return riddle_id, f"id: {riddle_id} is already in the spool"
     return riddle_id, None
+
+
+def _json_lines(name: str, raw: bytes) -> list[tuple[int, bytes]] | None:
+    """The non-blank lines of a `*.jsonl` file, each with its number (from 1), when it
+    holds more than one: a batch of riddles. None for any other file."""
+    if not name.lower().endswith(".jsonl"):
+        return None
+    text = raw.removeprefix(documents.BOM)
+    lines = [(n, line) for n, line in enumerate(text.split(b"\n"), start=1) if line.strip()]
+    return lines if len(lines) > 1 else None
+
+
+def _judge_lines(
+    batch: _Batch, entry: DropIn, lines: list[tuple[int, bytes]], settings: Settings
+) -> tuple[list[tuple[DropIn, str]], str | None]:
+    """The riddles of a JSON Lines file, each as the entry `ID.json` it goes in as, with
+    its id; or why the file is none the spool can take (the first bad line, named)."""
+    limits = batch.spool.limits
+    taken: list[tuple[DropIn, str]] = []
+    ids: set[str] = set()
+    checked: set[tuple[str, str]] = set()  # data files found good, by (path, type)
+    origin = shown(entry.name)
+    for number, line in lines:
+        place = f"line {number}"
+        made = made_id(entry.stamp, b"%s\0%d\0%s" % (origin.encode(), number, line))
+        try:
+            riddle = documents.parse(line, place, made, limits.readable, len(line))
+            if riddle.rev == 0 and len(line) > limits.new_riddle:
+                reason = limits.too_large(len(line), limits.new_riddle, " for a new riddle")
+                raise InvalidDocument(reason, where=place)
+            check(riddle, place, settings, checked)
+        except (InvalidDocument, InvalidData) as exc:
+            return [], f"{place}: {_one_line(exc)}"
+        riddle_id = riddle.id or made
+        if riddle_id in ids:
+            return [], f"{place}: id: {riddle_id} is given twice in the file"
+        if riddle_id in batch.ids or batch.spool.find(riddle_id) is not None:
+            return [], f"{place}: id: {riddle_id} is already in the spool"
+        ids.add(riddle_id)
+        riddle.id = riddle_id
+        riddle.extensions().setdefault("dropped_as", f"{origin}:{number}")
+        taken.append((DropIn(f"{riddle_id}.json", documents.dumps(riddle), entry.stamp), riddle_id))
+    return taken, None
 
 
 def _one_line(exc: RiddleError) -> str:

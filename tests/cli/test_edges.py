@@ -297,7 +297,7 @@ USAGE = 2
         (["submit", "--bogus"], "riddlectl: submit: no such option: --bogus"),
         (["purge"], "riddlectl: purge: missing option '--older-than'"),
         (["result"], "riddlectl: result: missing argument 'ID...'"),
-        (["show"], "riddlectl: show: missing argument 'ID'"),
+        (["show"], "riddlectl: show: missing argument 'ID...'"),
         (["bogus"], "riddlectl: no such command 'bogus'"),
         (["--bogus"], "riddlectl: no such option: --bogus"),
         (["status", "--limit", "x"], "riddlectl: status: invalid value for '--limit'"),

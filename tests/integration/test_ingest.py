@@ -306,3 +306,55 @@ def test_wait_waits_for_young_files_then_judges_them(any_cli: Cli, tmp_path: Pat
     )
     assert time.monotonic() - started < 30
     assert sorted(p.name for p in inbox.iterdir()) == ["corrupt"]
+
+
+def _json_lines(*docs: object) -> bytes:
+    return b"".join(orjson.dumps(doc) + b"\n" for doc in docs)
+
+
+@BOTH
+def test_a_json_lines_file_is_a_batch_taken_whole(any_cli: Cli, tmp_path: Path) -> None:
+    """Each line of a `*.jsonl` file is a riddle: one with no id of its own gets one, the
+    same at every look, and each keeps the line it came from."""
+    inbox = tmp_path / "inbox"
+    inbox.mkdir()
+    batch = _json_lines(example_doc(id="l1"), example_doc())
+    (inbox / "batch.jsonl").write_bytes(batch.replace(b"\n", b"\n\n", 1))  # line 3: no id
+    _old(inbox / "batch.jsonl")
+    done = any_cli("ingest", str(inbox))
+    assert (done.code, done.out, done.err) == (0, "batch.jsonl\n", "")
+    assert sorted(p.name for p in inbox.iterdir()) == []
+    listed = any_cli("status", "--json").json()["riddles"]  # type: ignore[index]
+    ids = sorted(riddle["id"] for riddle in listed)
+    assert len(ids) == 2 and "l1" in ids
+    made = next(riddle_id for riddle_id in ids if riddle_id != "l1")
+    shown = any_cli("show", made).json()
+    assert shown["dropped_as"] == "batch.jsonl:3"  # type: ignore[index]
+    ran = any_cli("run", "--once")
+    assert ran.code == 0, ran.err
+    assert any_cli("result", "l1", made).out == f"l1\t150\n{made}\t150\n"
+
+
+@BOTH
+@pytest.mark.parametrize(
+    ("second", "reason"),
+    [
+        ({"riddle": {"question": ""}}, "line 2: riddle.question: must not be empty"),
+        (example_doc(id="twice"), "line 2: id: twice is given twice in the file"),
+        (example_doc(id="taken"), "line 2: id: taken is already in the spool"),
+    ],
+)
+def test_one_bad_line_sets_the_whole_file_aside(
+    any_cli: Cli, tmp_path: Path, second: object, reason: str
+) -> None:
+    assert any_cli("submit", "--question", "1 + 1 =", "--id", "taken").code == 0
+    inbox = tmp_path / "inbox"
+    inbox.mkdir()
+    (inbox / "batch.jsonl").write_bytes(_json_lines(example_doc(id="twice"), second))
+    _old(inbox / "batch.jsonl")
+    done = any_cli("ingest", str(inbox))
+    assert (done.code, done.out) == (0, "")
+    assert done.err.strip() == f"riddlectl: {inbox / 'batch.jsonl'}: {reason}"
+    assert (inbox / "corrupt" / "batch.jsonl.reason").read_text() == f"{reason}\n"
+    listed = any_cli("status", "--json").json()["riddles"]  # type: ignore[index]
+    assert [riddle["id"] for riddle in listed] == ["taken"]  # nothing of the file went in
