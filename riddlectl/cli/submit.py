@@ -197,11 +197,13 @@ def ingest(
         ),
     ] = False,
     poll: Annotated[
-        float,
+        float | None,
         typer.Option(
-            help="Seconds between looks with --watch (0.05 or more).", min=0.05, metavar="SECONDS"
+            help="Seconds between looks with --watch (0.05 or more; 1).",
+            min=0.05,
+            metavar="SECONDS",
         ),
-    ] = 1.0,
+    ] = None,
 ) -> None:
     """Move riddle files (*.json, *.jsonl) from DIRECTORY into the spool's incoming queue
     (drop-in rules); print each name moved. Files that are no riddle are set aside in
@@ -209,6 +211,11 @@ def ingest(
     for a later look, and other names left alone, are counted on stderr."""
     from riddlectl.ops.ingest import ingest as run_ingest
 
+    # What would be dropped unsaid is refused, as `--timeout` without `--wait` is.
+    if poll is not None and not watch:
+        raise RiddleError("only with --watch", where="--poll")
+    if wait and watch:
+        raise RiddleError("not with --watch, which waits for every file already", where="--wait")
     settings = resolve(ctx)
     spool = runtime.open_spool(settings, create=False, writable=True)
     # A signal stops it between files, never inside a write to the spool.
@@ -219,7 +226,7 @@ def ingest(
         settings,
         watch=watch,
         wait=wait,
-        poll=poll,
+        poll=1.0 if poll is None else poll,
         stop=signals.stop,
         on_moved=_say_moved,
         on_set_aside=_say_set_aside,

@@ -358,3 +358,24 @@ def test_one_bad_line_sets_the_whole_file_aside(
     assert (inbox / "corrupt" / "batch.jsonl.reason").read_text() == f"{reason}\n"
     listed = any_cli("status", "--json").json()["riddles"]  # type: ignore[index]
     assert [riddle["id"] for riddle in listed] == ["taken"]  # nothing of the file went in
+
+
+@pytest.mark.parametrize(
+    ("options", "line"),
+    [
+        (["--poll", "2"], "riddlectl: --poll: only with --watch"),
+        (
+            ["--wait", "--watch"],
+            "riddlectl: --wait: not with --watch, which waits for every file already",
+        ),
+    ],
+)
+def test_options_that_would_be_dropped_unsaid_are_refused(
+    cli: Cli, tmp_path: Path, options: list[str], line: str
+) -> None:
+    inbox = tmp_path / "inbox"
+    inbox.mkdir()
+    (inbox / "first.json").write_bytes(orjson.dumps(example_doc()))
+    refused = cli("ingest", str(inbox), *options, timeout=20)
+    assert (refused.code, refused.out, refused.err) == (2, "", line + "\n")
+    assert [p.name for p in inbox.iterdir()] == ["first.json"]  # nothing taken
