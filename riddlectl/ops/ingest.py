@@ -36,6 +36,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import orjson
+
 from riddlectl.document import codec as documents
 from riddlectl.document.ids import made_id
 from riddlectl.entries import NotRegular, kind_of, shown
@@ -221,12 +223,19 @@ def _judge(batch: _Batch, entry: DropIn, size: int, settings: Settings) -> tuple
 
 def _json_lines(name: str, raw: bytes) -> list[tuple[int, bytes]] | None:
     """The non-blank lines of a `*.jsonl` file, each with its number (from 1), when it
-    holds more than one: a batch of riddles. None for any other file."""
+    holds more than one document: a batch of riddles. None for any other file, and for
+    one document written over several lines (it reads as a whole: a file like any other)."""
     if not name.lower().endswith(".jsonl"):
         return None
     text = raw.removeprefix(documents.BOM)
     lines = [(n, line) for n, line in enumerate(text.split(b"\n"), start=1) if line.strip()]
-    return lines if len(lines) > 1 else None
+    if len(lines) < 2:
+        return None
+    try:
+        orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return lines
+    return None
 
 
 def _judge_lines(

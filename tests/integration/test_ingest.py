@@ -335,6 +335,20 @@ def test_a_json_lines_file_is_a_batch_taken_whole(any_cli: Cli, tmp_path: Path) 
     assert any_cli("result", "l1", made).out == f"l1\t150\n{made}\t150\n"
 
 
+def test_one_document_over_several_lines_of_a_jsonl_file_is_one_riddle(
+    cli: Cli, tmp_path: Path
+) -> None:
+    inbox = tmp_path / "inbox"
+    inbox.mkdir()
+    pretty = orjson.dumps(example_doc(id="pretty"), option=orjson.OPT_INDENT_2)
+    (inbox / "pretty.jsonl").write_bytes(pretty)
+    _old(inbox / "pretty.jsonl")
+    done = cli("ingest", str(inbox))
+    assert (done.code, done.out, done.err) == (0, "pretty.jsonl\n", "")
+    # The file as a whole, not a line of it, is where the riddle came from.
+    assert cli("show", "pretty").json()["dropped_as"] == "pretty.jsonl"  # type: ignore[index]
+
+
 @BOTH
 @pytest.mark.parametrize(
     ("second", "reason"),
