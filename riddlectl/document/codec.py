@@ -38,7 +38,8 @@ class Limits:
     on. A riddle going on through the pipeline must leave `FAILURE_ROOM` free: room for
     the record of its failure, should its next step fail, whatever that step produced.
     Reading allows four times the limit, so that a limit lowered after documents were
-    stored does not hide them.
+    stored does not hide them. A submission of many documents (an array, JSON Lines) may
+    take sixteen times it.
     """
 
     document: int = MAX_DOCUMENT_BYTES
@@ -54,6 +55,10 @@ class Limits:
     @property
     def readable(self) -> int:
         return self.document * 4
+
+    @property
+    def submission(self) -> int:
+        return self.document * 16
 
     def too_large(self, size: int, limit: int, what: str = "") -> str:
         """The one-line reason a document of `size` bytes is refused."""
@@ -159,7 +164,7 @@ def split_submission(
     if not text.strip():
         raise InvalidDocument("nothing to submit (no document given)", where=where)
     try:
-        value = loads(text, where, limit * 16)
+        value = loads(text, where, Limits(limit).submission)
     except InvalidDocument:
         if not _looks_like_json_lines(text):
             raise

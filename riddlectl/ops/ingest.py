@@ -167,7 +167,10 @@ def _take(
         kind = None if entry.is_file(follow_symlinks=False) else _kind(entry)
         if kind is not None:
             raise NotRegular(str(path), kind)
-        raw, info = documents.read_raw(str(path), batch.spool.limits.readable + 1)
+        limits = batch.spool.limits
+        # A JSON Lines file may be a batch: as large as a submission of many riddles.
+        cap = limits.submission if _lines_named(name) else limits.readable
+        raw, info = documents.read_raw(str(path), cap + 1)
         if raw is None:  # swapped for something else since the listing
             raise NotRegular(str(path), kind_of(info.st_mode) or "a special file")
     except FileNotFoundError:
@@ -180,7 +183,13 @@ def _take(
         return
     dropped = DropIn(name, raw, stamp_of(info.st_mtime_ns))
     lines = _json_lines(name, raw)
-    if lines is None:
+    if lines is not None and info.st_size > limits.submission:
+        why: str | None = (
+            f"the file is {info.st_size} bytes, over the {limits.submission}-byte limit of "
+            f"a batch (16 x max_document_bytes, {limits.document})"
+        )
+        taken: list[tuple[DropIn, str]] = []
+    elif lines is None:
         riddle_id, why = _judge(batch, dropped, info.st_size, settings)
         taken = [(dropped, riddle_id)]
     else:
@@ -221,11 +230,15 @@ def _judge(batch: _Batch, entry: DropIn, size: int, settings: Settings) -> tuple
     return riddle_id, None
 
 
+def _lines_named(name: str) -> bool:
+    return name.lower().endswith(".jsonl")
+
+
 def _json_lines(name: str, raw: bytes) -> list[tuple[int, bytes]] | None:
     """The non-blank lines of a `*.jsonl` file, each with its number (from 1), when it
     holds more than one document: a batch of riddles. None for any other file, and for
     one document written over several lines (it reads as a whole: a file like any other)."""
-    if not name.lower().endswith(".jsonl"):
+    if not _lines_named(name):
         return None
     text = raw.removeprefix(documents.BOM)
     lines = [(n, line) for n, line in enumerate(text.split(b"\n"), start=1) if line.strip()]

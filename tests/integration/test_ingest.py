@@ -335,6 +335,31 @@ def test_a_json_lines_file_is_a_batch_taken_whole(any_cli: Cli, tmp_path: Path) 
     assert any_cli("result", "l1", made).out == f"l1\t150\n{made}\t150\n"
 
 
+def test_a_batch_over_sixteen_documents_worth_is_set_aside_whole(cli: Cli, tmp_path: Path) -> None:
+    """A JSON Lines file may hold as much as a submission of many riddles (16 x
+    max_document_bytes); one over that is set aside whole, with its size, never cut."""
+    limit = 64 * 1024  # the smallest max_document_bytes there is
+    env = {"RIDDLECTL_MAX_DOCUMENT_BYTES": str(limit)}
+    inbox = tmp_path / "inbox"
+    inbox.mkdir()
+    docs = [example_doc(id=f"b{n:04d}") for n in range(16 * limit // 150 + 10)]
+    (inbox / "big.jsonl").write_bytes(_json_lines(*docs))
+    _old(inbox / "big.jsonl")
+    size = (inbox / "big.jsonl").stat().st_size
+    assert size > 16 * limit
+    done = cli("ingest", str(inbox), env=env)
+    assert (done.code, done.out) == (0, "")
+    reason = (inbox / "corrupt" / "big.jsonl.reason").read_text()
+    assert reason.startswith(f"the file is {size} bytes, over the {16 * limit}-byte limit")
+    assert cli("status", "--json").json()["riddles"] == []  # type: ignore[index]
+    # Under the limit, as large as a submission may be: every line is a riddle.
+    (inbox / "fits.jsonl").write_bytes(_json_lines(*docs[: 8 * limit // 150]))
+    _old(inbox / "fits.jsonl")
+    taken = cli("ingest", str(inbox), env=env)
+    assert (taken.code, taken.out) == (0, "fits.jsonl\n"), taken.err
+    assert len(cli("status", "--json").json()["riddles"]) == 8 * limit // 150  # type: ignore[index]
+
+
 def test_one_document_over_several_lines_of_a_jsonl_file_is_one_riddle(
     cli: Cli, tmp_path: Path
 ) -> None:
