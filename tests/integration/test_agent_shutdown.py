@@ -225,13 +225,19 @@ def test_a_killed_agent_takes_its_handlers_and_their_children_with_it(
 
 
 def wait_for_escaped(tmp_path: Path) -> list[int]:
-    """The pid of the child that left its handler's group, once written."""
+    """The pid of the child that left its handler's group, once written and gone: the
+    shell writes `$!` when it has forked the child, which calls `setsid` a moment later
+    (under load, after the test had counted it still in the group)."""
     written = tmp_path / "escaped"
     deadline = time.monotonic() + 30
     while not (written.exists() and written.read_text().endswith("\n")):
         assert time.monotonic() < deadline, "the child did not start"
         time.sleep(0.02)
-    return [int(written.read_text())]
+    pid = int(written.read_text())
+    while os.getsid(pid) != pid:
+        assert time.monotonic() < deadline, "the child did not leave its session"
+        time.sleep(0.02)
+    return [pid]
 
 
 def children(pid: int) -> list[int]:
