@@ -30,7 +30,6 @@ time (1 s of timed work by default), so a slow disk cannot make bench hang.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import os
 import statistics
 import threading
@@ -41,6 +40,7 @@ from typing import Any
 import orjson
 
 from riddlectl.spool import open_spool
+from riddlectl.spool.fs import atomic
 from riddlectl.spool.states import Queue
 
 DIRS = ("incoming", "extracted", "solved", "validated", "done")
@@ -49,24 +49,13 @@ MODES = ("fsync", "no_fsync", "group_sync")
 GROUP = 100  # transitions per shared flush in the group_sync mode
 
 
-def _syncfs_call() -> Any:
-    """libc's syncfs (Linux): flush one filesystem; None where there is none."""
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
-        return libc.syncfs
-    except (OSError, AttributeError):
-        return None
-
-
-_SYNCFS = _syncfs_call()
-
-
 def syncfs(fd: int) -> None:
     """Flush the filesystem that holds `fd` (every file on it: the shared flush a group
     commit makes); the whole system's `sync` where syncfs is missing."""
-    if _SYNCFS is None:
+    call = atomic.syncfs_call()
+    if call is None:
         os.sync()
-    elif _SYNCFS(fd) != 0:
+    elif call(fd) != 0:
         errno = ctypes.get_errno()
         raise OSError(errno, os.strerror(errno))
 
@@ -80,17 +69,22 @@ def _transition(
     with open(source, "rb") as handle:
         doc = orjson.loads(handle.read())
     doc.setdefault("history", []).append({"stage": DIRS[step + 1], "time": time.time()})
+    _place(orjson.dumps(doc), tmp, f"{paths[step + 1]}/{name}", fsync)
+    if fsync:
+        os.fsync(fds[step + 1])
+    os.unlink(source)
+
+
+def _place(data: bytes, tmp: str, target: str, fsync: bool) -> None:
+    """`data` written to the temp file `tmp` (flushed with `fsync`), renamed to `target`."""
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
-        os.write(fd, orjson.dumps(doc))
+        os.write(fd, data)
         if fsync:
             os.fsync(fd)
     finally:
         os.close(fd)
-    os.rename(tmp, f"{paths[step + 1]}/{name}")
-    if fsync:
-        os.fsync(fds[step + 1])
-    os.unlink(source)
+    os.rename(tmp, target)
 
 
 def transition_loop(
@@ -121,7 +115,7 @@ def transition_loop(
                 (root / DIRS[0] / name).write_bytes(payload)
             started = time.perf_counter()
             if group:
-                _submit(payload, tmp, f"{paths[0]}/{name}")
+                _place(payload, tmp, f"{paths[0]}/{name}", fsync=False)  # the submit
                 pending += 1
             for step in range(4):
                 _transition(paths, tmp, name, step, fsync, dir_fds)
@@ -146,16 +140,6 @@ def transition_loop(
         "transition_ms": round(timed * 1000 / (transitions * done), 4),
         "transitions_per_riddle": transitions,
     }
-
-
-def _submit(payload: bytes, tmp: str, target: str) -> None:
-    """The submit's transition: a new document written and renamed into incoming/."""
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    try:
-        os.write(fd, payload)
-    finally:
-        os.close(fd)
-    os.rename(tmp, target)
 
 
 def file_create_us(root: Path, samples: int = CREATE_SAMPLES) -> float:
