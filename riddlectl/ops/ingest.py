@@ -45,7 +45,7 @@ from riddlectl.errors import InvalidData, InvalidDocument, RiddleError
 from riddlectl.ops.submit import check
 from riddlectl.settings import Settings
 from riddlectl.spool.contract import DropIn, Spool
-from riddlectl.spool.dropins import ignored, read_drop_in, stamp_of
+from riddlectl.spool.dropins import ignored, read_drop_in, read_new, stamp_of
 from riddlectl.spool.states import Queue
 
 CORRUPT = "corrupt"  # where bad files are set aside, inside the directory ingested
@@ -265,10 +265,8 @@ def _judge_lines(
         place = f"line {number}"
         made = made_id(entry.stamp, b"%s\0%d\0%s" % (origin.encode(), number, line))
         try:
-            riddle = documents.parse(line, place, made, limits.readable, len(line))
-            if riddle.rev == 0 and len(line) > limits.new_riddle:
-                reason = limits.too_large(len(line), limits.new_riddle, " for a new riddle")
-                raise InvalidDocument(reason, where=place)
+            # Read as the entry `batch.jsonl:3`: that name, no id, is what `dropped_as` keeps.
+            riddle = read_new(line, len(line), Queue.INCOMING, f"{origin}:{number}", limits, made)
             check(riddle, place, settings, checked)
         except (InvalidDocument, InvalidData) as exc:
             return [], f"{place}: {_one_line(exc)}"
@@ -278,8 +276,6 @@ def _judge_lines(
         if riddle_id in batch.ids or batch.spool.find(riddle_id) is not None:
             return [], f"{place}: id: {riddle_id} is already in the spool"
         ids.add(riddle_id)
-        riddle.id = riddle_id
-        riddle.extensions().setdefault("dropped_as", f"{origin}:{number}")
         taken.append((DropIn(f"{riddle_id}.json", documents.dumps(riddle), entry.stamp), riddle_id))
     return taken, None
 

@@ -86,7 +86,7 @@ def read_drop_in(
     """The riddle in the `size` bytes of the entry `name` of `queue` (`raw`: read up to
     `limits.readable` + 1; `stamp`: when it was dropped in, see `drop_in_id`), or
     `InvalidDocument` saying why it is none."""
-    return _read(raw, size, queue, name, limits, drop_in_id(name, raw, stamp))
+    return read_new(raw, size, queue, name, limits, drop_in_id(name, raw, stamp))
 
 
 def read_entry(raw: bytes, size: int, where: str, name: str, limits: Limits, stamp: int) -> Riddle:
@@ -104,9 +104,12 @@ def named(riddle: Riddle, name: str) -> Riddle:
     return riddle
 
 
-def _read(
+def read_new(
     raw: bytes, size: int, queue: Queue, name: str, limits: Limits, default_id: str
 ) -> Riddle:
+    """A new riddle read from `raw`, which came as `name` (kept in `dropped_as` when it is
+    not `ID.json`), under `default_id` when it names none: held to a new riddle's share
+    of the document size limit."""
     where = f"{queue.value}/{shown_name(name)}"
     riddle = named(documents.parse(raw, where, default_id, limits.readable, size), name)
     # A drop-in (never stored by a commit, so rev 0) is a new riddle: held to the same
