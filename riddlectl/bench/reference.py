@@ -30,6 +30,7 @@ time (1 s of timed work by default), so a slow disk cannot make bench hang.
 from __future__ import annotations
 
 import ctypes
+import ctypes.util
 import os
 import statistics
 import threading
@@ -40,7 +41,6 @@ from typing import Any
 import orjson
 
 from riddlectl.spool import open_spool
-from riddlectl.spool.fs import atomic
 from riddlectl.spool.states import Queue
 
 DIRS = ("incoming", "extracted", "solved", "validated", "done")
@@ -49,13 +49,26 @@ MODES = ("fsync", "no_fsync", "group_sync")
 GROUP = 100  # transitions per shared flush in the group_sync mode
 
 
+def _syncfs_call() -> Any:
+    """libc's syncfs (Linux): flush one filesystem; None where there is none. Looked up
+    here, not taken from the filesystem spool's `atomic`: the bench's reference stands
+    beside the spools and imports none of their insides (tests/unit/test_layers.py)."""
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+        return libc.syncfs
+    except (OSError, AttributeError):
+        return None
+
+
+_SYNCFS = _syncfs_call()
+
+
 def syncfs(fd: int) -> None:
     """Flush the filesystem that holds `fd` (every file on it: the shared flush a group
     commit makes); the whole system's `sync` where syncfs is missing."""
-    call = atomic.syncfs_call()
-    if call is None:
+    if _SYNCFS is None:
         os.sync()
-    elif call(fd) != 0:
+    elif _SYNCFS(fd) != 0:
         errno = ctypes.get_errno()
         raise OSError(errno, os.strerror(errno))
 

@@ -320,7 +320,7 @@ def _flush(fds: list[int]) -> None:
     `fsync` of every file of the filesystem (syncfs(2)), and costs about one `fsync`
     rather than one per file; elsewhere, one `fsync` each.
     """
-    syncfs = syncfs_call() if len(fds) > 1 else None
+    syncfs = _syncfs() if len(fds) > 1 else None
     if syncfs is not None and syncfs(fds[0]) == 0:
         trace.synced()
         return
@@ -330,7 +330,7 @@ def _flush(fds: list[int]) -> None:
 
 
 @functools.cache
-def syncfs_call() -> Callable[[int], int] | None:
+def _syncfs() -> Callable[[int], int] | None:
     """libc's syncfs, looked up on first use (ctypes is not worth loading for a command
     that writes at most one file)."""
     if not sys.platform.startswith("linux"):
