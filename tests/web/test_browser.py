@@ -113,7 +113,7 @@ def test_pose_watch_open_retry(server: Served, page: Any) -> None:
         assert page.inner_text("#solution").startswith("150")
         page.select_option("#riddle-actions select[name=from]", "validate")
         page.click("#action-retry")
-        page.wait_for_selector("#note")
+        _wait_or_tell(page, "#note")
         assert "now in solved/" in page.inner_text("#note")
         timeline = page.inner_text("#timeline")
         assert "retry" in timeline and "web" in timeline
@@ -142,6 +142,18 @@ def test_cross_site_form_is_refused(server: Served, page: Any) -> None:
 def test_non_loopback_bind_without_token_is_refused(tmp_path: Path) -> None:
     done = make_cli(tmp_path)("serve", "--host", "0.0.0.0", "--port", "0", timeout=20)
     assert done.code == 2 and "--token" in done.err
+
+
+def _wait_or_tell(page: Any, selector: str) -> None:
+    """Wait for `selector`; when it never comes, fail with the page the browser holds
+    (its URL, status line and text), which a timeout alone does not say."""
+    from playwright.sync_api import Error
+
+    try:
+        page.wait_for_selector(selector)
+    except Error as exc:
+        text = page.locator("body").inner_text(timeout=2000)[:2000]
+        raise AssertionError(f"{selector} not seen on {page.url}:\n{text}") from exc
 
 
 def _agents(server: Served) -> subprocess.Popen[bytes]:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
 import orjson
@@ -51,7 +51,12 @@ class Writing(Intake):
 
     def add(self, riddles: Iterable[Riddle], queue: Queue | None = None) -> None:
         riddles = list(riddles)
-        self.refuse_duplicates(riddles)
+        if len(riddles) > ADD_GROUP:
+            # Looked for before the first group is stored, so that a duplicate in a later
+            # group refuses the lot without storing and withdrawing the groups before it.
+            self.refuse_duplicates(riddles)
+        else:  # one group looks for each id under its lock (`_add_group`): once is enough
+            _refuse_repeats(riddles)
         stored: list[tuple[Queue, Riddle]] = []
         try:
             for start in range(0, len(riddles), ADD_GROUP):
@@ -89,12 +94,18 @@ class Writing(Intake):
         stored = False
         try:
             for riddle in riddles:
-                lock = self.lock(riddle.id or "")
-                if not lock.acquire(timeout=10):
-                    raise TimeoutError(f"{riddle.id}: still locked after 10 s")
-                locks.append((lock, riddle.id or ""))
-                if self._anywhere(riddle.id or ""):
-                    raise DuplicateId("id already in the spool", where=riddle.id, field="id")
+                riddle_id = riddle.id or ""
+                lock = self.lock(riddle_id)
+                # Held by another: an agent at work on a riddle of this id is no reason to
+                # wait (it is a duplicate); a submitter of the same id, not yet done, is.
+                if not lock.try_acquire():
+                    if self._anywhere(riddle_id):
+                        raise DuplicateId("id already in the spool", where=riddle_id, field="id")
+                    if not lock.acquire(timeout=10):
+                        raise TimeoutError(f"{riddle_id}: still locked after 10 s")
+                locks.append((lock, riddle_id))
+                if self._anywhere(riddle_id):
+                    raise DuplicateId("id already in the spool", where=riddle_id, field="id")
             placed = [(queue or route(r), stamp(r)) for r in riddles]
             unflushed = self._store_many(placed)
             stored = True
@@ -112,12 +123,7 @@ class Writing(Intake):
         return placed
 
     def refuse_duplicates(self, riddles: Iterable[Riddle]) -> None:
-        seen: set[str] = set()
-        for riddle in riddles:
-            riddle_id = riddle.id or ""
-            if riddle_id in seen or self._anywhere(riddle_id):
-                raise DuplicateId("id already in the spool", where=riddle_id, field="id")
-            seen.add(riddle_id)
+        _refuse_repeats(riddles, self._anywhere)
 
     def commit(self, claim: Claim, riddle: Riddle, to: Queue) -> Riddle:
         return self.commit_many([(claim, riddle, to)])[0]
@@ -219,3 +225,17 @@ class Writing(Intake):
                 token.moving_rev = None
         finally:  # on a read-only spool the record stays, but the lock must go
             token.lock.release()
+
+
+def _refuse_repeats(
+    riddles: Iterable[Riddle], stored: Callable[[str], bool] = lambda _: False
+) -> None:
+    """`DuplicateId` for the first id that comes twice in `riddles`, or that `stored` says
+    the spool holds already. A repeat must be refused before any lock is taken: the
+    second lock of one id would wait for the first."""
+    seen: set[str] = set()
+    for riddle in riddles:
+        riddle_id = riddle.id or ""
+        if riddle_id in seen or stored(riddle_id):
+            raise DuplicateId("id already in the spool", where=riddle_id, field="id")
+        seen.add(riddle_id)
