@@ -301,10 +301,41 @@ def test_a_key_made_here_is_free_for_other_hosts_at_once(pg_spool: PgSpool, outc
     # The connection that made it is kept for the next making, so it must not keep the
     # key's lock: another host's agent takes it without waiting.
     with psycopg.connect(pg.require(), autocommit=True) as other:
-        lock = _extraction_lock(key)
+        lock = _extraction_lock(pg_spool.db.url.schema, key)
         (free,) = other.execute("SELECT pg_try_advisory_lock(%s)", (lock,)).fetchone() or (None,)
         assert free is True
         other.execute("SELECT pg_advisory_unlock(%s)", (lock,))
+
+
+def test_a_key_made_in_another_schema_does_not_wait(pg_spool: PgSpool) -> None:
+    """Advisory locks are the server's, not a schema's: another spool on the same server,
+    making the same file's extraction (the same key) at the same time, must not hold up
+    this one's."""
+    key = pg_spool.extractions.key(b"x = 3", "text", "1")
+    making, finish = threading.Event(), threading.Event()
+
+    def slow() -> dict[str, int]:
+        making.set()
+        finish.wait(30)
+        return {"n": 0}
+
+    with pg.fresh_schema() as url:
+        other = open_spool(url, create=True)
+        held = threading.Thread(target=other.extractions.get_or_make, args=(key, slow))
+        held.start()
+        try:
+            assert making.wait(10)
+            mine = threading.Thread(
+                target=pg_spool.extractions.get_or_make, args=(key, lambda: {"n": 3})
+            )
+            mine.start()
+            mine.join(10)
+            assert not mine.is_alive(), "waited for the other spool's making of the same key"
+        finally:
+            finish.set()
+            held.join(30)
+            other.disconnect()  # type: ignore[attr-defined]
+    assert pg_spool.extractions.load(pg_spool.extractions.reference(key)) == {"n": 3}
 
 
 def test_events_are_written_with_their_commit(pg_spool: PgSpool) -> None:

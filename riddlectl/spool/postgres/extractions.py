@@ -66,7 +66,7 @@ class PgExtractionCache(ExtractionCache):
                     "body = excluded.body",
                     (key, extractor, orjson.dumps(made)),
                 )
-            conn.execute("SELECT pg_advisory_unlock(%s)", (_lock_key(key),))
+            conn.execute("SELECT pg_advisory_unlock(%s)", (_lock_key(self.db.url.schema, key),))
         except psycopg.Error as exc:
             conn.close()  # which ends the lock, whatever state the session is in
             if refusal(exc):  # no right to store it, a full disk, …: said as for any
@@ -90,7 +90,7 @@ class PgExtractionCache(ExtractionCache):
         try:
             if fresh:
                 conn.execute(f"SET lock_timeout = '{MAKING_WAIT}'")
-            conn.execute("SELECT pg_advisory_lock(%s)", (_lock_key(key),))
+            conn.execute("SELECT pg_advisory_lock(%s)", (_lock_key(self.db.url.schema, key),))
         except psycopg.errors.LockNotAvailable:
             conn.close()
             raise TimeoutError(f"extraction {key}: another agent is still making it") from None
@@ -173,5 +173,9 @@ def _key_of(reference: str | None) -> str | None:
     return reference.removeprefix("cache/extractions/").removesuffix(".json")
 
 
-def _lock_key(key: str) -> int:
-    return int.from_bytes(hashlib.sha256(f"extraction {key}".encode()).digest()[:8], signed=True)
+def _lock_key(schema: str, key: str) -> int:
+    """The advisory lock of making extraction `key` in `schema`: advisory locks are the
+    server's, not a schema's, so two spools on one server (say, a test's and a bench's)
+    making the same file's extraction do not wait for each other."""
+    named = f"extraction {schema} {key}".encode()
+    return int.from_bytes(hashlib.sha256(named).digest()[:8], signed=True)
