@@ -13,6 +13,7 @@ Standard library only besides faster-whisper, so the venv holds nothing else.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import io
 import json
 import sys
@@ -65,7 +66,8 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         if self.path.rstrip("/") == "/v1/models":
-            self._json(200, {"object": "list", "data": [{"id": self.server.name, "object": "model"}]})
+            models = [{"id": self.server.name, "object": "model"}]
+            self._json(200, {"object": "list", "data": models})
         else:
             self._json(404, {"error": {"message": f"no route {self.path}"}})
 
@@ -174,10 +176,8 @@ def main() -> int:
     model = WhisperModel(args.model, device="cpu", compute_type="int8", cpu_threads=args.threads)
     server = Server((args.host, args.port), model, set_random_seed, args.name, args.max_tokens)
     sys.stderr.write(f"transcribe server: {args.name} on http://{args.host}:{args.port}/v1\n")
-    try:
+    with contextlib.suppress(KeyboardInterrupt):
         server.serve_forever()
-    except KeyboardInterrupt:
-        pass
     return 0
 
 
