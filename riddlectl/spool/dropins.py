@@ -111,13 +111,36 @@ def read_new(
     not `ID.json`), under `default_id` when it names none: held to a new riddle's share
     of the document size limit."""
     where = f"{queue.value}/{shown_name(name)}"
-    riddle = named(documents.parse(raw, where, default_id, limits.readable, size), name)
+    try:
+        riddle = named(documents.parse(raw, where, default_id, limits.readable, size), name)
+    except InvalidDocument as exc:
+        several = _riddles_in(raw, where, limits)
+        if several < 2:
+            raise
+        # What a person means by a file of JSON Lines (or an array) is several riddles:
+        # said so, with the command that takes them, rather than where the parse stopped.
+        reason = (
+            f"{several} riddles in one file (JSON Lines or an array), where a drop-in holds "
+            "one: `riddlectl submit FILE` takes each of them, as does `riddlectl corrupt "
+            "resubmit NAME` of a spool's set-aside file"
+        )
+        raise InvalidDocument(reason, where=where) from exc
     # A drop-in (never stored by a commit, so rev 0) is a new riddle: held to the same
     # share of the limit as a submission, or it could not grow as it moves on.
     if queue is Queue.INCOMING and riddle.rev == 0 and len(raw) > limits.new_riddle:
         reason = limits.too_large(len(raw), limits.new_riddle, " for a new riddle")
         raise InvalidDocument(reason, where=where)
     return riddle
+
+
+def _riddles_in(raw: bytes, where: str, limits: Limits) -> int:
+    """How many riddle objects `raw` holds read as a submission (one object, an array, or
+    JSON Lines); 0 when it is not one, or holds anything but objects."""
+    try:
+        docs = documents.split_submission(raw, where, limits.readable)
+    except InvalidDocument:
+        return 0
+    return len(docs) if all(isinstance(doc, dict) for _, doc in docs) else 0
 
 
 def peek_drop_in(

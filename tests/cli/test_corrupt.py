@@ -7,6 +7,7 @@ import socket
 from pathlib import Path
 
 import orjson
+import pytest
 
 from riddlectl.spool import open_spool
 from riddlectl.spool.states import Queue
@@ -83,6 +84,33 @@ def test_resubmit_as_it_is_and_from_a_file(any_cli: Cli, tmp_path: Path) -> None
     assert (done.code, done.out) == (0, "x2\n"), done.err
     assert any_cli("status", "x2").code == 0
     assert any_cli("corrupt", "resubmit", "twice.json").code == 3
+
+
+@pytest.mark.parametrize("name", ["batch.jsonl", "batch.json"])
+def test_several_riddles_dropped_as_one_file_are_told_and_taken_by_resubmit(
+    any_cli: Cli, name: str
+) -> None:
+    """A file of JSON Lines (or an array) dropped into incoming/ is set aside as no
+    riddle, with a reason a person can act on, and the command it names takes each."""
+    docs = [{"riddle": {"question": q}} for q in ("1 + 1 =", "2 + 3 =", "4 * 5 =")]
+    if name.endswith(".jsonl"):
+        raw = b"".join(orjson.dumps(doc) + b"\n" for doc in docs)
+    else:
+        raw = orjson.dumps(docs)
+    set_aside(any_cli, name, raw)
+    (entry,) = orjson.loads(any_cli("corrupt", "list", "--json").out)
+    assert entry["reason"] == (
+        f"incoming/{name}: 3 riddles in one file (JSON Lines or an array), where a drop-in "
+        "holds one: `riddlectl submit FILE` takes each of them, as does `riddlectl corrupt "
+        "resubmit NAME` of a spool's set-aside file"
+    )
+    taken = any_cli("corrupt", "resubmit", name)
+    assert taken.code == 0, taken.err
+    ids = taken.out.split()
+    assert len(ids) == 3 and orjson.loads(any_cli("corrupt", "list", "--json").out) == []
+    assert any_cli("run", "--once").code == 0
+    results = any_cli("result", *ids).out.splitlines()
+    assert [line.split("\t")[1] for line in results] == ["2", "5", "20"]
 
 
 SECRET = "secret-marker-7f3a"  # in a file outside the spool: never in any output
