@@ -85,8 +85,22 @@ def read_drop_in(
 ) -> Riddle:
     """The riddle in the `size` bytes of the entry `name` of `queue` (`raw`: read up to
     `limits.readable` + 1; `stamp`: when it was dropped in, see `drop_in_id`), or
-    `InvalidDocument` saying why it is none."""
-    return read_new(raw, size, queue, name, limits, drop_in_id(name, raw, stamp))
+    `InvalidDocument` saying why it is none: the reason a file set aside keeps."""
+    try:
+        return read_new(raw, size, queue, name, limits, drop_in_id(name, raw, stamp))
+    except InvalidDocument as exc:
+        where = f"{queue.value}/{shown_name(name)}"
+        several = _riddles_in(raw, where, limits)
+        if several < 2:
+            raise
+        # What a person means by a file of JSON Lines (or an array) is several riddles:
+        # said so, with the command that takes them, rather than where the parse stopped.
+        reason = (
+            f"{several} riddles in one file (JSON Lines or an array), where a drop-in holds "
+            "one: `riddlectl submit FILE` takes each of them, as does `riddlectl corrupt "
+            "resubmit NAME` of a spool's set-aside file"
+        )
+        raise InvalidDocument(reason, where=where) from exc
 
 
 def read_entry(raw: bytes, size: int, where: str, name: str, limits: Limits, stamp: int) -> Riddle:
@@ -111,20 +125,7 @@ def read_new(
     not `ID.json`), under `default_id` when it names none: held to a new riddle's share
     of the document size limit."""
     where = f"{queue.value}/{shown_name(name)}"
-    try:
-        riddle = named(documents.parse(raw, where, default_id, limits.readable, size), name)
-    except InvalidDocument as exc:
-        several = _riddles_in(raw, where, limits)
-        if several < 2:
-            raise
-        # What a person means by a file of JSON Lines (or an array) is several riddles:
-        # said so, with the command that takes them, rather than where the parse stopped.
-        reason = (
-            f"{several} riddles in one file (JSON Lines or an array), where a drop-in holds "
-            "one: `riddlectl submit FILE` takes each of them, as does `riddlectl corrupt "
-            "resubmit NAME` of a spool's set-aside file"
-        )
-        raise InvalidDocument(reason, where=where) from exc
+    riddle = named(documents.parse(raw, where, default_id, limits.readable, size), name)
     # A drop-in (never stored by a commit, so rev 0) is a new riddle: held to the same
     # share of the limit as a submission, or it could not grow as it moves on.
     if queue is Queue.INCOMING and riddle.rev == 0 and len(raw) > limits.new_riddle:
@@ -152,7 +153,7 @@ def peek_drop_in(
     once its grace is over)."""
     if ignored(name):
         return None
-    try:
-        return read_drop_in(raw, size, queue, name, limits, stamp)
+    try:  # `read_new`: a reader drops the reason, so it need not be made clearer
+        return read_new(raw, size, queue, name, limits, drop_in_id(name, raw, stamp))
     except Exception:  # whatever it is, it is no riddle yet: a claim will say why
         return None
