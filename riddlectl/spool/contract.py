@@ -524,12 +524,29 @@ class Spool(abc.ABC):
         return found
 
     def refuse_duplicates(self, riddles: Iterable[Riddle]) -> None:
-        seen: set[str] = set()
-        for riddle in riddles:
-            assert riddle.id is not None
-            if riddle.id in seen or self.find(riddle.id) is not None:
-                raise DuplicateId("id already in the spool", where=riddle.id, field="id")
-            seen.add(riddle.id)
+        refuse_repeats(_ids_given(riddles), lambda riddle_id: self.find(riddle_id) is not None)
+
+
+def _ids_given(riddles: Iterable[Riddle]) -> Iterator[str]:
+    for riddle in riddles:
+        assert riddle.id is not None
+        yield riddle.id
+
+
+def already_stored(riddle_id: str) -> DuplicateId:
+    """The error for an id the spool holds already (or that comes twice in one call)."""
+    return DuplicateId("id already in the spool", where=riddle_id, field="id")
+
+
+def refuse_repeats(ids: Iterable[str], stored: Callable[[str], bool] = lambda _: False) -> None:
+    """`already_stored` for the first of `ids` that comes twice, or that `stored` says the
+    spool holds. A spool that locks each id refuses repeats before taking any lock: the
+    second lock of one id would wait for the first."""
+    seen: set[str] = set()
+    for riddle_id in ids:
+        if riddle_id in seen or stored(riddle_id):
+            raise already_stored(riddle_id)
+        seen.add(riddle_id)
 
 
 def unknown(riddle_id: str) -> UnknownRiddle:

@@ -7,17 +7,13 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 import orjson
 
 from riddlectl.document import codec as documents
-from riddlectl.errors import DuplicateId
-from riddlectl.spool.contract import (
-    Claim,
-    stamp,
-)
+from riddlectl.spool.contract import Claim, already_stored, refuse_repeats, stamp
 from riddlectl.spool.crashpoints import reach
 from riddlectl.spool.fs import atomic
 from riddlectl.spool.fs.locks import Lock
@@ -56,7 +52,7 @@ class Writing(Intake):
             # group refuses the lot without storing and withdrawing the groups before it.
             self.refuse_duplicates(riddles)
         else:  # one group looks for each id under its lock (`_add_group`): once is enough
-            _refuse_repeats(riddles)
+            refuse_repeats(riddle.id or "" for riddle in riddles)
         stored: list[tuple[Queue, Riddle]] = []
         try:
             for start in range(0, len(riddles), ADD_GROUP):
@@ -100,12 +96,12 @@ class Writing(Intake):
                 # wait (it is a duplicate); a submitter of the same id, not yet done, is.
                 if not lock.try_acquire():
                     if self._anywhere(riddle_id):
-                        raise DuplicateId("id already in the spool", where=riddle_id, field="id")
+                        raise already_stored(riddle_id)
                     if not lock.acquire(timeout=10):
                         raise TimeoutError(f"{riddle_id}: still locked after 10 s")
                 locks.append((lock, riddle_id))
                 if self._anywhere(riddle_id):
-                    raise DuplicateId("id already in the spool", where=riddle_id, field="id")
+                    raise already_stored(riddle_id)
             placed = [(queue or route(r), stamp(r)) for r in riddles]
             unflushed = self._store_many(placed)
             stored = True
@@ -123,7 +119,7 @@ class Writing(Intake):
         return placed
 
     def refuse_duplicates(self, riddles: Iterable[Riddle]) -> None:
-        _refuse_repeats(riddles, self._anywhere)
+        refuse_repeats((riddle.id or "" for riddle in riddles), self._anywhere)
 
     def commit(self, claim: Claim, riddle: Riddle, to: Queue) -> Riddle:
         return self.commit_many([(claim, riddle, to)])[0]
@@ -225,17 +221,3 @@ class Writing(Intake):
                 token.moving_rev = None
         finally:  # on a read-only spool the record stays, but the lock must go
             token.lock.release()
-
-
-def _refuse_repeats(
-    riddles: Iterable[Riddle], stored: Callable[[str], bool] = lambda _: False
-) -> None:
-    """`DuplicateId` for the first id that comes twice in `riddles`, or that `stored` says
-    the spool holds already. A repeat must be refused before any lock is taken: the
-    second lock of one id would wait for the first."""
-    seen: set[str] = set()
-    for riddle in riddles:
-        riddle_id = riddle.id or ""
-        if riddle_id in seen or stored(riddle_id):
-            raise DuplicateId("id already in the spool", where=riddle_id, field="id")
-        seen.add(riddle_id)
