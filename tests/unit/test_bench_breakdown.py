@@ -28,7 +28,9 @@ def test_no_figure_below_zero_and_marks_in_order(seed: int, count: int) -> None:
         for index, (stage, jitter) in enumerate(zip(STAGES, stages, strict=True)):
             base = previous + 0.005  # each mark near the previous stage's commit, either side
             marks = {mark: base + j for mark, j in zip(MARKS, jitter, strict=True)}
-            marks["commit"] = max(marks.values()) + 0.001 * (index + 1)  # commits in order
+            # Commits in order, as in a trip: a stage commits after the one before it (the
+            # marks alone may all fall before that, and breakdown orders steps by commit).
+            marks["commit"] = max(*marks.values(), previous) + 0.001 * (index + 1)
             early[stage] += marks["wake"] < previous
             traces.append({"id": riddle_id, "stage": stage, "fsyncs": 1, **marks})
             previous = marks["commit"]
