@@ -176,26 +176,29 @@ def split_submission(
     return [(f"{where}[{number}]", doc) for number, doc in enumerate(value, start=1)]
 
 
+def numbered_lines(text: bytes) -> list[tuple[int, bytes]]:
+    """The non-blank lines of `text`, each with its number (from 1): JSON Lines' records."""
+    return [
+        (number, line) for number, line in enumerate(text.split(b"\n"), start=1) if line.strip()
+    ]
+
+
 def _looks_like_json_lines(text: bytes) -> bool:
     """True when the first non-blank line is a JSON value of its own and more follow: a
     pretty-printed document that does not parse is then reported as one, at its place."""
-    lines = [line for line in text.split(b"\n") if line.strip()]
+    lines = numbered_lines(text)
     if len(lines) < 2:
         return False
     try:
-        orjson.loads(lines[0])
+        orjson.loads(lines[0][1])
     except orjson.JSONDecodeError:
         return False
     return True
 
 
 def _json_lines(text: bytes, where: str, limit: int) -> list[tuple[str, Any]]:
-    docs = []
-    for number, line in enumerate(text.split(b"\n"), start=1):
-        if line.strip():
-            place = f"{where}:{number}"
-            docs.append((place, loads(line, place, limit, one_line=True)))
-    return docs
+    places = [(f"{where}:{number}", line) for number, line in numbered_lines(text)]
+    return [(place, loads(line, place, limit, one_line=True)) for place, line in places]
 
 
 # The keys that tell the first design's request shape, where they stand in it: the

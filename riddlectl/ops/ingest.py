@@ -241,7 +241,7 @@ def _json_lines(name: str, raw: bytes) -> list[tuple[int, bytes]] | None:
     if not _lines_named(name):
         return None
     text = raw.removeprefix(documents.BOM)
-    lines = [(n, line) for n, line in enumerate(text.split(b"\n"), start=1) if line.strip()]
+    lines = documents.numbered_lines(text)
     if len(lines) < 2:
         return None
     try:
