@@ -282,16 +282,23 @@ def pg_outcomes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, 
 
 
 def params() -> list[object]:
+    # The outcomes are asked for by name (`getfixturevalue`), which the grouping of tests
+    # that share a module's fixture does not see (tests/conftest.py): grouped here, each
+    # spool's cases on one worker, or every worker that takes one plays them all again
+    # (four times over, 45 s each, in a run of 2026-12-07).
+    fs_worker = pytest.mark.xdist_group("entry-matrix-fs")
+    pg_worker = pytest.mark.xdist_group("entry-matrix-pg")
     fs = [
-        pytest.param(
-            "fs",
-            *case,
-            id=f"fs-{case[0]}-{case[1]}",
-        )
+        pytest.param("fs", *case, id=f"fs-{case[0]}-{case[1]}", marks=fs_worker)
         for case in cases("fs")
     ]
     on_pg = [
-        pytest.param("postgres", *case, id=f"pg-{case[0]}-{case[1]}", marks=pytest.mark.postgres)
+        pytest.param(
+            "postgres",
+            *case,
+            id=f"pg-{case[0]}-{case[1]}",
+            marks=[pytest.mark.postgres, pg_worker],
+        )
         for case in cases("postgres")
     ]
     return [*fs, *on_pg]
