@@ -23,7 +23,7 @@ import psycopg
 
 from riddlectl.document.codec import Limits
 from riddlectl.document.ids import ID_RE
-from riddlectl.errors import ClaimLost, DuplicateId, SpoolUnusable
+from riddlectl.errors import ClaimLost, SpoolUnusable
 from riddlectl.identity import Actor
 from riddlectl.spool import agents as seats
 from riddlectl.spool.contract import (
@@ -37,6 +37,7 @@ from riddlectl.spool.contract import (
     Unreadable,
     busy,
     order_key,
+    refuse_repeats,
     stamp,
     unknown,
 )
@@ -115,18 +116,12 @@ class PgSpool(Reading, Spool):
 
     def add(self, riddles: Iterable[Riddle], queue: Queue | None = None) -> None:
         riddles = list(riddles)
-        seen: set[str] = set()  # a set: a look through the ids before each grows as n²
-        for riddle in riddles:
-            if (riddle.id or "") in seen:
-                raise DuplicateId("id already in the spool", where=riddle.id or "", field="id")
-            seen.add(riddle.id or "")
+        refuse_repeats(riddle.id or "" for riddle in riddles)  # the stored: by the INSERT
         self._store([(queue or route(riddle), stamp(riddle)) for riddle in riddles])
         self._events.taken()
 
     def restore(self, riddles: Sequence[Riddle], queue: Queue) -> None:
-        ids = [riddle.id or "" for riddle in riddles]
-        if len(set(ids)) < len(ids):
-            raise DuplicateId("id already in the spool", where="copy", field="id")
+        refuse_repeats(riddle.id or "" for riddle in riddles)
         self._store([(queue, riddle) for riddle in riddles])
 
     def _store(self, placed: Sequence[tuple[Queue, Riddle]]) -> None:

@@ -12,8 +12,7 @@ from typing import TYPE_CHECKING, Any
 import psycopg
 
 from riddlectl.document import codec as documents
-from riddlectl.errors import DuplicateId
-from riddlectl.spool.contract import retry_at
+from riddlectl.spool.contract import already_stored, retry_at
 from riddlectl.spool.postgres import datastore as data
 from riddlectl.spool.postgres.db import Conn, Database
 from riddlectl.spool.states import Queue
@@ -79,7 +78,7 @@ def store(
         except psycopg.errors.UniqueViolation as exc:
             found = re.search(r"\(id\)=\((.*)\)", exc.diag.message_detail or "")
             where = found.group(1) if found else "id"
-            raise DuplicateId("id already in the spool", where=where, field="id") from None
+            raise already_stored(where) from None
 
 
 def insert(conn: Conn, placed: Sequence[tuple[Queue, Riddle]]) -> None:
