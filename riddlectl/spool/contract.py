@@ -524,13 +524,9 @@ class Spool(abc.ABC):
         return found
 
     def refuse_duplicates(self, riddles: Iterable[Riddle]) -> None:
-        refuse_repeats(_ids_given(riddles), lambda riddle_id: self.find(riddle_id) is not None)
-
-
-def _ids_given(riddles: Iterable[Riddle]) -> Iterator[str]:
-    for riddle in riddles:
-        assert riddle.id is not None
-        yield riddle.id
+        riddles = list(riddles)
+        assert all(riddle.id is not None for riddle in riddles)
+        refuse_repeats(riddles, lambda riddle_id: self.find(riddle_id) is not None)
 
 
 def already_stored(riddle_id: str) -> DuplicateId:
@@ -538,12 +534,14 @@ def already_stored(riddle_id: str) -> DuplicateId:
     return DuplicateId("id already in the spool", where=riddle_id, field="id")
 
 
-def refuse_repeats(ids: Iterable[str], stored: Callable[[str], bool] = lambda _: False) -> None:
-    """`already_stored` for the first of `ids` that comes twice, or that `stored` says the
-    spool holds. A spool that locks each id refuses repeats before taking any lock: the
-    second lock of one id would wait for the first."""
+def refuse_repeats(
+    riddles: Iterable[Riddle], stored: Callable[[str], bool] = lambda _: False
+) -> None:
+    """`already_stored` for the first id of `riddles` that comes twice, or that `stored`
+    says the spool holds. A spool that locks each id refuses repeats before taking any
+    lock: the second lock of one id would wait for the first."""
     seen: set[str] = set()
-    for riddle_id in ids:
+    for riddle_id in (riddle.id or "" for riddle in riddles):
         if riddle_id in seen or stored(riddle_id):
             raise already_stored(riddle_id)
         seen.add(riddle_id)

@@ -52,7 +52,7 @@ class Writing(Intake):
             # group refuses the lot without storing and withdrawing the groups before it.
             self.refuse_duplicates(riddles)
         else:  # one group looks for each id under its lock (`_add_group`): once is enough
-            refuse_repeats(riddle.id or "" for riddle in riddles)
+            refuse_repeats(riddles)
         stored: list[tuple[Queue, Riddle]] = []
         try:
             for start in range(0, len(riddles), ADD_GROUP):
@@ -119,7 +119,7 @@ class Writing(Intake):
         return placed
 
     def refuse_duplicates(self, riddles: Iterable[Riddle]) -> None:
-        refuse_repeats((riddle.id or "" for riddle in riddles), self._anywhere)
+        refuse_repeats(riddles, self._anywhere)
 
     def commit(self, claim: Claim, riddle: Riddle, to: Queue) -> Riddle:
         return self.commit_many([(claim, riddle, to)])[0]

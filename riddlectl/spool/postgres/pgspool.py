@@ -116,12 +116,12 @@ class PgSpool(Reading, Spool):
 
     def add(self, riddles: Iterable[Riddle], queue: Queue | None = None) -> None:
         riddles = list(riddles)
-        refuse_repeats(riddle.id or "" for riddle in riddles)  # the stored: by the INSERT
+        refuse_repeats(riddles)  # the stored: by the INSERT
         self._store([(queue or route(riddle), stamp(riddle)) for riddle in riddles])
         self._events.taken()
 
     def restore(self, riddles: Sequence[Riddle], queue: Queue) -> None:
-        refuse_repeats(riddle.id or "" for riddle in riddles)
+        refuse_repeats(riddles)
         self._store([(queue, riddle) for riddle in riddles])
 
     def _store(self, placed: Sequence[tuple[Queue, Riddle]]) -> None:
