@@ -87,10 +87,16 @@ def test_claim_order_is_priority_then_oldest(spool: Spool) -> None:
             riddle("old", created=1.0),
             riddle("new", created=2.0),
             riddle("urgent", created=3.0, priority=5),
+            riddle("first", created=4.0, priority=2**63 - 1),
+            riddle("last", created=0.5, priority=-(2**63)),
         ]
     )
-    order = [c.riddle.id for c in spool.claim(Queue.INCOMING, limit=10)]
-    assert order == ["urgent", "old", "new"]
+    claims = spool.claim(Queue.INCOMING, limit=10)
+    order = ["first", "urgent", "old", "new", "last"]
+    assert [c.riddle.id for c in claims] == order
+    # The whole 64 bits a document holds, committed too (PostgreSQL's column held 32).
+    spool.commit_many([(c, c.riddle, Queue.EXTRACTED) for c in claims])
+    assert [c.riddle.id for c in spool.claim(Queue.EXTRACTED, limit=10)] == order
 
 
 def test_claims_taken_one_at_a_time_keep_the_order(spool: Spool) -> None:

@@ -50,7 +50,7 @@ class PgEventLog(EventLog):
 
     def insert(self, conn: Conn, rows: list[bytes]) -> None:
         conn.execute(
-            "INSERT INTO events (at, body) SELECT %s, body FROM unnest(%s::text[]) "
+            "INSERT INTO events (at, body) SELECT %b, body FROM unnest(%b::text[]) "
             "WITH ORDINALITY AS e(body, n) ORDER BY n",
             (time.time(), [row.decode() for row in rows]),
         )

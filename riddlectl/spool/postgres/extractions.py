@@ -140,7 +140,7 @@ class PgExtractionCache(ExtractionCache):
         if asked:
             with self.db.session() as conn:
                 rows = conn.execute(
-                    "SELECT key, body FROM extractions WHERE key = ANY(%s)", (asked,)
+                    "SELECT key, body FROM extractions WHERE key = ANY(%b::text[])", (asked,)
                 ).fetchall()
             bodies = {key: bytes(body) for key, body in rows}
         with self._mutex:

@@ -22,6 +22,47 @@ if TYPE_CHECKING:
 
 QUEUES = "('incoming','extracted','solved','validated','done','failed','waiting','hold')"
 
+
+def _commit_moves(priority: str) -> str:
+    """`commit_moves` (see `claims.COMMIT`), its priorities of the type `priority`."""
+    return f"""
+    CREATE FUNCTION commit_moves(
+        ids text[], tokens bigint[], queues text[], docs bytea[], revs int[],
+        priorities {priority}[], createds float8[], retry_ats float8[], updateds float8[],
+        events text[], at float8, channel text, arrived text[]
+    ) RETURNS void LANGUAGE plpgsql AS $$
+    DECLARE
+        lost text;
+    BEGIN
+        -- This transaction's commit waits for the disk as the server, database or role
+        -- says (the session's own setting is off); it lasts past the function's end.
+        SET LOCAL synchronous_commit TO DEFAULT;
+        WITH moved AS (
+            UPDATE riddles r SET
+                queue = m.queue, doc = m.doc, rev = m.rev, priority = m.priority,
+                created = m.created, retry_at = m.retry_at, updated = m.updated,
+                holder = NULL, token = NULL, begun = false, abandoned = 0, dead = NULL
+            FROM unnest(ids, tokens, queues, docs, revs, priorities, createds, retry_ats,
+                        updateds)
+                AS m(id, token, queue, doc, rev, priority, created, retry_at, updated)
+            WHERE r.id = m.id AND r.token = m.token
+            RETURNING r.id
+        )
+        SELECT string_agg(w.id, ', ' ORDER BY w.n) INTO lost
+        FROM unnest(ids) WITH ORDINALITY AS w(id, n)
+        WHERE w.id NOT IN (SELECT id FROM moved);
+        IF lost IS NOT NULL THEN
+            RAISE EXCEPTION 'claim lost' USING ERRCODE = 'RC001', DETAIL = lost;
+        END IF;
+        INSERT INTO events (at, body)
+        SELECT commit_moves.at, e.body FROM unnest(events) WITH ORDINALITY AS e(body, n)
+        ORDER BY e.n;
+        PERFORM pg_notify(channel, q.queue) FROM unnest(arrived) WITH ORDINALITY AS q(queue, n)
+        ORDER BY q.n;
+    END
+    $$;
+    """
+
 MIGRATIONS: list[str] = [
     # 1: the queues, claims, input set aside, events, extractions.
     f"""
@@ -90,43 +131,7 @@ MIGRATIONS: list[str] = [
     CREATE INDEX riddle_data_sha256 ON riddle_data (sha256);
     """,
     # 3: a commit in one statement (see `claims.COMMIT`).
-    """
-    CREATE FUNCTION commit_moves(
-        ids text[], tokens bigint[], queues text[], docs bytea[], revs int[],
-        priorities int[], createds float8[], retry_ats float8[], updateds float8[],
-        events text[], at float8, channel text, arrived text[]
-    ) RETURNS void LANGUAGE plpgsql AS $$
-    DECLARE
-        lost text;
-    BEGIN
-        -- This transaction's commit waits for the disk as the server, database or role
-        -- says (the session's own setting is off); it lasts past the function's end.
-        SET LOCAL synchronous_commit TO DEFAULT;
-        WITH moved AS (
-            UPDATE riddles r SET
-                queue = m.queue, doc = m.doc, rev = m.rev, priority = m.priority,
-                created = m.created, retry_at = m.retry_at, updated = m.updated,
-                holder = NULL, token = NULL, begun = false, abandoned = 0, dead = NULL
-            FROM unnest(ids, tokens, queues, docs, revs, priorities, createds, retry_ats,
-                        updateds)
-                AS m(id, token, queue, doc, rev, priority, created, retry_at, updated)
-            WHERE r.id = m.id AND r.token = m.token
-            RETURNING r.id
-        )
-        SELECT string_agg(w.id, ', ' ORDER BY w.n) INTO lost
-        FROM unnest(ids) WITH ORDINALITY AS w(id, n)
-        WHERE w.id NOT IN (SELECT id FROM moved);
-        IF lost IS NOT NULL THEN
-            RAISE EXCEPTION 'claim lost' USING ERRCODE = 'RC001', DETAIL = lost;
-        END IF;
-        INSERT INTO events (at, body)
-        SELECT commit_moves.at, e.body FROM unnest(events) WITH ORDINALITY AS e(body, n)
-        ORDER BY e.n;
-        PERFORM pg_notify(channel, q.queue) FROM unnest(arrived) WITH ORDINALITY AS q(queue, n)
-        ORDER BY q.n;
-    END
-    $$;
-    """,
+    _commit_moves("int"),
     # 4: the agents' own records, each tied to its agent's session advisory lock on `key`.
     """
     CREATE TABLE agents (
@@ -143,6 +148,16 @@ MIGRATIONS: list[str] = [
     CREATE INDEX dropins_rid ON dropins (rid) WHERE rid IS NOT NULL;
     CREATE INDEX dropins_unread ON dropins (at) WHERE rid IS NULL;
     """,
+    # 6: priorities of 64 bits, as documents hold them (`submit --priority`): one above
+    # 2^31 was refused by the server as an internal error.
+    """
+    ALTER TABLE riddles ALTER COLUMN priority TYPE bigint;
+    DROP FUNCTION commit_moves(
+        text[], bigint[], text[], bytea[], int[], int[], float8[], float8[], float8[],
+        text[], float8, text, text[]
+    );
+    """
+    + _commit_moves("bigint"),
 ]
 LATEST = len(MIGRATIONS)
 

@@ -29,7 +29,7 @@ ADD = """
 WITH added AS (
     INSERT INTO riddles (id, queue, doc, rev, priority, created, retry_at, updated)
     SELECT * FROM unnest(%(ids)b::text[], %(queues)b::text[], %(docs)b::bytea[],
-        %(revs)b::int[], %(priorities)b::int[], %(createds)b::float8[],
+        %(revs)b::int[], %(priorities)b::bigint[], %(createds)b::float8[],
         %(retry_ats)b::float8[], %(updateds)b::float8[])
 ), contents AS (
     INSERT INTO blobs (sha256, content)
@@ -86,8 +86,8 @@ def insert(conn: Conn, placed: Sequence[tuple[Queue, Riddle]]) -> None:
     rows = [row(to, riddle) for to, riddle in placed]
     conn.execute(
         "INSERT INTO riddles (id, queue, doc, rev, priority, created, retry_at, updated) "
-        "SELECT * FROM unnest(%s::text[], %s::text[], %s::bytea[], %s::int[], %s::int[], "
-        "%s::float8[], %s::float8[], %s::float8[])",
+        "SELECT * FROM unnest(%b::text[], %b::text[], %b::bytea[], %b::int[], %b::bigint[], "
+        "%b::float8[], %b::float8[], %b::float8[])",
         [list(column) for column in zip(*rows, strict=True)] if rows else [[]] * 8,
     )
 
