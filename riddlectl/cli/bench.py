@@ -104,6 +104,9 @@ def bench(
             help="With --web: events in the log served (the dashboard's).", min=0, metavar="N"
         ),
     ] = 1_000_000,
+    web_samples: Annotated[
+        int, typer.Option(help="With --web: requests timed per page.", min=1, metavar="N")
+    ] = 40,
     startup_runs: Annotated[
         int, typer.Option(help="With --startup: runs of each command.", min=1, metavar="N")
     ] = 20,
@@ -140,7 +143,7 @@ def bench(
     elif startup:
         _bench_startup(startup_runs, as_json)
     elif web:
-        _web_bench(web_riddles, riddles, as_json, web_events)
+        _web_bench(web_riddles, riddles, as_json, web_events, web_samples)
     else:
         shape = {
             "mode": mode.value,
@@ -214,12 +217,18 @@ def _bench_extractors(cases: int, seed: int, types: str | None, as_json: bool) -
     _emit(runner.run_extractor_bench(cases, seed, chosen), runner.render, as_json)
 
 
-def _web_bench(riddles: int, flow: int, as_json: bool, events: int = 1_000_000) -> None:
+def _web_bench(
+    riddles: int, flow: int, as_json: bool, events: int = 1_000_000, samples: int = 40
+) -> None:
     from riddlectl.web import require_extra
 
     require_extra()
     from riddlectl.bench.web import WebBenchOptions, render, run_web_bench
 
     _emit(
-        run_web_bench(WebBenchOptions(riddles=riddles, flow=flow, events=events)), render, as_json
+        run_web_bench(
+            WebBenchOptions(riddles=riddles, flow=flow, events=events, samples=samples)
+        ),
+        render,
+        as_json,
     )

@@ -9,6 +9,7 @@ from tests.conftest import Cli
 def test_bench_web_reports_every_page_and_the_live_phase(cli: Cli) -> None:
     done = cli(
         "bench", "--web", "--web-riddles", "300", "--web-events", "2000", "--riddles", "30",
+        "--web-samples", "5",
         "--json", timeout=240,
     )  # fmt: skip
     assert done.code == 0, done.err
@@ -19,6 +20,7 @@ def test_bench_web_reports_every_page_and_the_live_phase(cli: Cli) -> None:
         "corrupt", "agents", "agents-json",
     }  # fmt: skip
     assert outcome["options"]["events"] == 2000 and outcome["folded_s"] >= 0
+    assert outcome["options"]["samples"] == 5
     for name, page in outcome["pages"].items():
         assert page["server_p50_ms"] > 0 and page["server_p95_ms"] >= page["server_p50_ms"], name
     assert outcome["pages"]["first"]["rows"] == 50
