@@ -226,9 +226,7 @@ def _web_bench(
     from riddlectl.bench.web import WebBenchOptions, render, run_web_bench
 
     _emit(
-        run_web_bench(
-            WebBenchOptions(riddles=riddles, flow=flow, events=events, samples=samples)
-        ),
+        run_web_bench(WebBenchOptions(riddles=riddles, flow=flow, events=events, samples=samples)),
         render,
         as_json,
     )

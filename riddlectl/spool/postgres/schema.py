@@ -63,6 +63,7 @@ def _commit_moves(priority: str) -> str:
     $$;
     """
 
+
 MIGRATIONS: list[str] = [
     # 1: the queues, claims, input set aside, events, extractions.
     f"""
