@@ -6,7 +6,7 @@ import gc
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from riddlectl import logbook, runtime
@@ -94,7 +94,10 @@ def run(
         pipeline = runtime.pipeline(settings, worker_spool, actor)
         pipeline.on_move = lambda riddle_id, queue: _count(summary, riddle_id, queue, seats)
         pipeline.attempts.seat = seats[0] if seats else None
-        return Worker(pipeline, contexts, slots=slots)
+        # The stages read extractions through the spool object the thread claims with: on
+        # PostgreSQL a claim brings a riddle's extractions, kept by that object's cache.
+        own = {name: replace(ctx, store=worker_spool.extractions) for name, ctx in contexts.items()}
+        return Worker(pipeline, own, slots=slots)
 
     def start() -> tuple[Spool, list[Worker]]:
         # Only `init` makes a spool: an agent's role need not be allowed to make one.

@@ -9,15 +9,36 @@ The claim query is the shape the established PostgreSQL queues use: the rows are
 in order, skipping those another transaction is claiming (`FOR UPDATE SKIP LOCKED`), in
 a materialized CTE, then marked in one `UPDATE … RETURNING`. A claim returns the
 riddle's stored data files too (path → SHA-256), which the agent's local copy of them
-needs: no second query.
+needs: no second query. From the inboxes of solve and validate, whose handlers read the
+riddle's extractions, it returns the bodies of those still cached too (key → body), found
+by the references in the stored document: the stage then asks no more whether they were
+dropped, nor loads them (`extractions.PgExtractionCache.keep_fetched`).
 """
 
 from __future__ import annotations
 
+# The bodies of the cached extractions a claimed riddle names, for the stages that read
+# them. The references are found by a pattern in the stored document as orjson writes it
+# (a document is not parsed here: `jsonb` refuses the `\u0000` a question may hold). One
+# missed or one too many costs a query of `dropped_of` at most, never a wrong answer. The
+# document is read through `encode`, not `convert_from`: the planner looks the keys up
+# by the index only from an expression that is immutable.
+READS_EXTRACTIONS = ("extracted", "solved")  # the inboxes of solve and validate
+EXTRACTIONS = r"""CASE WHEN r.queue IN ('extracted', 'solved') THEN (
+        SELECT jsonb_object_agg(e.key, convert_from(e.body, 'UTF8')) FROM extractions e
+        WHERE e.key = ANY(ARRAY(
+            SELECT m[1] FROM regexp_matches(
+                encode(r.doc, 'escape'),
+                '"file_extracted":"cache/extractions/([0-9a-f]{64}\.[0-9a-f]{12})\.json"', 'g'
+            ) AS m
+        ))
+    ) END"""
+
 # With `begin_first` (`claim_and_begin`), the first riddle in the order the claims are
 # handled in (`order_key`: ids by code point, as Python compares them) is marked begun as
 # it is taken; a row no one holds is never begun, so without it `begun` stays false.
-CLAIM = """
+CLAIM = (
+    """
 WITH picked AS MATERIALIZED (
     SELECT id, priority, created FROM riddles
     WHERE queue = %(queue)s AND holder IS NULL AND retry_at <= %(now)s
@@ -32,16 +53,25 @@ UPDATE riddles r SET holder = %(holder)s, token = nextval('claim_tokens'),
 FROM picked WHERE r.id = picked.id
 RETURNING r.id, r.queue, r.doc, r.abandoned, r.dead, r.token, r.priority, r.created,
     (SELECT jsonb_object_agg(d.path, d.sha256) FROM riddle_data d WHERE d.riddle_id = r.id),
-    r.begun
+    r.begun,
+    """
+    + EXTRACTIONS
+    + """
 """
+)
 
-CLAIM_ID = """
+CLAIM_ID = (
+    """
 UPDATE riddles r SET holder = %(holder)s, token = nextval('claim_tokens')
 WHERE r.id = %(id)s AND r.holder IS NULL
 RETURNING r.id, r.queue, r.doc, r.abandoned, r.dead, r.token, r.priority, r.created,
     (SELECT jsonb_object_agg(d.path, d.sha256) FROM riddle_data d WHERE d.riddle_id = r.id),
-    r.begun
+    r.begun,
+    """
+    + EXTRACTIONS
+    + """
 """
+)
 
 # The parameters of `COMMIT` (besides `tokens`), in the order of `pgspool._row`.
 COMMIT_COLUMNS = (

@@ -8,18 +8,23 @@ within this process by a lock per key. Those connections are kept for the next m
 (`MAKERS_KEPT`), since opening one costs more than most extractions: one that fails is
 closed, which also ends its lock.
 
-A stage asks first whether a riddle's extractions were dropped, then loads them: the
-body fetched by the first question is kept for the load that follows (`_fetched`), so
-each extraction costs one query. Keys name content, so a kept body is never wrong; it
-is used once, and `dropped` always asks the database, which is the truth.
+A stage asks first whether a riddle's extractions were dropped, then loads them. The
+claim of a riddle in the inbox of solve or validate brings the bodies of its cached
+extractions with it (`claims.EXTRACTIONS`), and a body kept from before for a key it
+brings none of is forgotten; `dropped` fetches those it was not told of. Either way the
+bodies are kept (`_fetched`), so that a riddle's extractions cost no query of their own
+in the usual case, one at most otherwise. Keys name content, so a kept body is never
+wrong to load; as the answer to `dropped` it is taken only for a short while
+(`FETCHED_TRUSTED`): after that, the database, which is the truth, is asked again.
 """
 
 from __future__ import annotations
 
 import hashlib
 import threading
+import time
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import orjson
@@ -29,7 +34,10 @@ from riddlectl.spool.extractions import OWN_PATH, ExtractionCache, object_of
 from riddlectl.spool.postgres.db import Database, refusal, still_open
 
 MAKING_WAIT = "120s"  # how long to wait for another agent making the same extraction
-FETCHED_KEPT = 64  # bodies kept for the load that follows `dropped`
+FETCHED_KEPT = 64  # bodies kept for the load that follows a claim or `dropped`
+# Seconds a kept body answers `dropped` for its key: about a claimed batch's handling. A
+# `cache clear` since is seen by the next claim of a riddle naming the key.
+FETCHED_TRUSTED = 10.0
 MAKERS_KEPT = 1  # idle connections kept for making extractions (see docs: connections per agent)
 
 
@@ -39,7 +47,8 @@ class PgExtractionCache(ExtractionCache):
         self.db = db
         self._mutex = threading.Lock()
         self._making: dict[str, threading.Lock] = {}
-        self._fetched: OrderedDict[str, bytes] = OrderedDict()  # by `dropped`, for `load`
+        # key -> (body, when fetched): by a claim or `dropped`, for `load`
+        self._fetched: OrderedDict[str, tuple[bytes, float]] = OrderedDict()
         self._makers: list[psycopg.Connection[tuple[Any, ...]]] = []  # idle, for `_make`
 
     def get_or_make(self, key: str, make: Callable[[], dict[str, Any]]) -> str:
@@ -135,7 +144,16 @@ class PgExtractionCache(ExtractionCache):
 
     def dropped_of(self, references: Sequence[str | None]) -> list[bool]:
         keys = [_key_of(reference) for reference in references]
-        asked = sorted({key for key in keys if key is not None})
+        now = time.monotonic()
+        with self._mutex:
+            known = {
+                key
+                for key in keys
+                if key is not None
+                and (kept := self._fetched.get(key)) is not None
+                and now - kept[1] < FETCHED_TRUSTED
+            }
+        asked = sorted({key for key in keys if key is not None} - known)
         bodies: dict[str, bytes] = {}
         if asked:
             with self.db.session() as conn:
@@ -143,18 +161,29 @@ class PgExtractionCache(ExtractionCache):
                     "SELECT key, body FROM extractions WHERE key = ANY(%b::text[])", (asked,)
                 ).fetchall()
             bodies = {key: bytes(body) for key, body in rows}
+            self.keep_fetched(bodies)
+        return [key is not None and key not in known and key not in bodies for key in keys]
+
+    def keep_fetched(self, bodies: Mapping[str, bytes], told_of: Sequence[str | None] = ()) -> None:
+        """Keep `bodies` (key -> body), just fetched, for `dropped` and `load`. A body
+        kept from before for one of the references `told_of` that has none in `bodies`
+        (dropped since, or not found by the claim) is forgotten, so that `dropped` asks."""
+        now = time.monotonic()
+        gone = {_key_of(reference) for reference in told_of} - set(bodies)
         with self._mutex:
+            for key in gone:
+                self._fetched.pop(key or "", None)
             for key, raw in bodies.items():
-                self._fetched[key] = raw
+                self._fetched[key] = (raw, now)
                 self._fetched.move_to_end(key)
             while len(self._fetched) > FETCHED_KEPT:
                 self._fetched.popitem(last=False)
-        return [key is not None and key not in bodies for key in keys]
 
     def _kept(self, key: str) -> bytes | None:
-        """The body `dropped` just fetched for `key`, once."""
+        """The body of `key` fetched lately (by a claim or `dropped`), if kept."""
         with self._mutex:
-            return self._fetched.pop(key, None)
+            kept = self._fetched.get(key)
+        return None if kept is None else kept[0]
 
     def clear(self, extractor: str | None = None) -> int:
         with self._mutex:

@@ -311,6 +311,10 @@ class PgSpool(Reading, Spool):
         riddle = self._parse(queue, riddle_id, doc)
         if riddle.data:  # its local copy of them comes next (`data_files`)
             self._copies.note_files(riddle_id, row[8] or {})
+        if queue_name in sql.READS_EXTRACTIONS:  # its cached extractions (`sql.EXTRACTIONS`)
+            bodies = {key: body.encode() for key, body in (row[10] or {}).items()}
+            named = [item.file_extracted for item in riddle.data]
+            self._extractions.keep_fetched(bodies, told_of=named)
         found = (
             [self.log_abandoned(queue, riddle, dict(dead or {}), abandoned)] if abandoned else []
         )
