@@ -27,8 +27,9 @@ import orjson
 SCHEMA_VERSION = 1
 KEPT = 1024  # data file keys remembered per cache
 SETTLED = 1.0  # seconds a data file must be unchanged before its key is remembered
-# A reference this cache made: content-addressed, so what it names never changes.
-OWN_PATH = re.compile(r"cache/extractions/[0-9a-f]{64}\.[0-9a-f]{12}\.json")
+# A reference this cache made: content-addressed, so what it names never changes. Its
+# group is the key.
+OWN_PATH = re.compile(r"cache/extractions/([0-9a-f]{64}\.[0-9a-f]{12})\.json")
 
 
 class ExtractionCache(abc.ABC):

@@ -17,6 +17,8 @@ dropped, nor loads them (`extractions.PgExtractionCache.keep_fetched`).
 
 from __future__ import annotations
 
+from riddlectl.spool.extractions import OWN_PATH
+
 # The bodies of the cached extractions a claimed riddle names, for the stages that read
 # them. The references are found by a pattern in the stored document as orjson writes it
 # (a document is not parsed here: `jsonb` refuses the `\u0000` a question may hold). One
@@ -24,12 +26,11 @@ from __future__ import annotations
 # document is read through `encode`, not `convert_from`: the planner looks the keys up
 # by the index only from an expression that is immutable.
 READS_EXTRACTIONS = ("extracted", "solved")  # the inboxes of solve and validate
-EXTRACTIONS = r"""CASE WHEN r.queue IN ('extracted', 'solved') THEN (
+EXTRACTIONS = f"""CASE WHEN r.queue IN {READS_EXTRACTIONS} THEN (
         SELECT jsonb_object_agg(e.key, convert_from(e.body, 'UTF8')) FROM extractions e
         WHERE e.key = ANY(ARRAY(
             SELECT m[1] FROM regexp_matches(
-                encode(r.doc, 'escape'),
-                '"file_extracted":"cache/extractions/([0-9a-f]{64}\.[0-9a-f]{12})\.json"', 'g'
+                encode(r.doc, 'escape'), '"file_extracted":"{OWN_PATH.pattern}"', 'g'
             ) AS m
         ))
     ) END"""

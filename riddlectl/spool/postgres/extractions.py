@@ -169,10 +169,10 @@ class PgExtractionCache(ExtractionCache):
         kept from before for one of the references `told_of` that has none in `bodies`
         (dropped since, or not found by the claim) is forgotten, so that `dropped` asks."""
         now = time.monotonic()
-        gone = {_key_of(reference) for reference in told_of} - set(bodies)
+        named = {key for reference in told_of if (key := _key_of(reference)) is not None}
         with self._mutex:
-            for key in gone:
-                self._fetched.pop(key or "", None)
+            for key in named - set(bodies):
+                self._fetched.pop(key, None)
             for key, raw in bodies.items():
                 self._fetched[key] = (raw, now)
                 self._fetched.move_to_end(key)
@@ -197,9 +197,8 @@ class PgExtractionCache(ExtractionCache):
 
 
 def _key_of(reference: str | None) -> str | None:
-    if not reference or not OWN_PATH.fullmatch(reference):
-        return None
-    return reference.removeprefix("cache/extractions/").removesuffix(".json")
+    own = OWN_PATH.fullmatch(reference) if reference else None
+    return own[1] if own else None
 
 
 def _lock_key(schema: str, key: str) -> int:
