@@ -331,6 +331,13 @@ def submit_for_solving(cli: Cli, *ids: str, question: str = "what is one?") -> N
     assert done.code == 0, done.err
 
 
+def queue_of(cli: Cli, riddle_id: str) -> str:
+    """The queue a riddle is in, as `status ID --json` says, on any spool."""
+    found = cli("status", riddle_id, "--json")
+    assert found.code == 0, found.err
+    return str(found.json()["riddles"][0]["queue"])
+
+
 def final(cli: Cli, riddle_id: str) -> tuple[str, dict]:
     """The final queue of a riddle on a directory spool, and its document there."""
     assert isinstance(cli.spool, Path)

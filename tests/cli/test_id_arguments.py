@@ -12,19 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import Cli, slow_solver
+from tests.conftest import Cli, queue_of, slow_solver
 
 
 def submit(cli: Cli, *ids: str) -> None:
     for riddle_id in ids:
         done = cli("submit", "--id", riddle_id, "--question", "x * y =", "--data", "example/x.txt")
         assert done.code == 0, done.err
-
-
-def queue_of(cli: Cli, riddle_id: str) -> str:
-    found = cli("status", riddle_id, "--json")
-    assert found.code == 0, found.err
-    return str(found.json()["riddles"][0]["queue"])
 
 
 def error_lines(err: str) -> list[str]:

@@ -17,7 +17,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from tests.conftest import Cli, slow_solver
+from tests.conftest import Cli, queue_of, slow_solver
 
 STARTED_WITHIN = 60.0  # seconds; the machine may be loaded
 
@@ -59,10 +59,6 @@ def stop(proc: subprocess.Popen[bytes], signum: int) -> tuple[int, str, str]:
         raise AssertionError(f"still running a minute after {signum}: {err.decode()}") from None
     assert b"Traceback" not in err, err.decode()
     return proc.returncode, out.decode(), err.decode()
-
-
-def queue_of(cli: Cli, riddle_id: str) -> str:
-    return str(cli("status", riddle_id, "--json").json()["riddles"][0]["queue"])  # type: ignore[index]
 
 
 @pytest.mark.parametrize(("signum", "code"), [(signal.SIGINT, 130), (signal.SIGTERM, 0)])

@@ -13,7 +13,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +20,8 @@ import orjson
 import pytest
 
 import riddlectl
-from tests.conftest import Cli
+from tests.conftest import Cli, queue_of
+from tests.rig import until
 
 SCRIPT = '#!/bin/sh\ncat >/dev/null\necho \'{"variables": {"x": "VALUE"}}\'\n'
 PY_SCRIPT = "import json, sys\nsys.stdin.read()\nprint(json.dumps({'variables': {'x': 'VALUE'}}))\n"
@@ -256,7 +256,7 @@ def test_riddles_whose_extractions_were_dropped_are_extracted_again(any_cli: Cli
     submitted = cli("submit", "--question", "x * y =", *_data("x", "y", "z"))
     riddle_id = submitted.out.strip()
     assert cli("run", "--once", "--quiet", "--stages", "extract").code == 0
-    assert _queue_of(cli, riddle_id) == "extracted"
+    assert queue_of(cli, riddle_id) == "extracted"
     assert cli("cache", "clear").out == "dropped 3 cached extraction(s)\n"
     ran = cli("run", "--once", "--quiet")
     assert ran.code == 0, ran.err
@@ -279,10 +279,10 @@ def test_a_running_solve_agent_does_not_use_a_dropped_extraction_it_remembers(
     assert cli("hold", second).code == 0
     agent = cli.popen("agent", "solve")
     try:
-        _wait_in(cli, first, "solved")  # the agent has read the three
+        until(lambda: queue_of(cli, first) == "solved", 30)  # the agent has read the three
         assert cli("cache", "clear").out == "dropped 3 cached extraction(s)\n"
         assert cli("release", second).code == 0
-        _wait_in(cli, second, "incoming")  # sent back to extract
+        until(lambda: queue_of(cli, second) == "incoming", 30)  # sent back to extract
     finally:
         agent.send_signal(signal.SIGTERM)
         agent.wait(timeout=30)
@@ -290,20 +290,6 @@ def test_a_running_solve_agent_does_not_use_a_dropped_extraction_it_remembers(
     riddle = orjson.loads(cli("show", second).out)
     assert riddle["solution"]["solution"] == "150"
     _assert_cached(cli, riddle)
-
-
-def _queue_of(cli: Cli, riddle_id: str) -> str:
-    line = cli("status", "--jsonl", riddle_id).out.splitlines()[0]
-    queue = orjson.loads(line)["queue"]
-    assert isinstance(queue, str)
-    return queue
-
-
-def _wait_in(cli: Cli, riddle_id: str, queue: str) -> None:
-    deadline = time.monotonic() + 30
-    while _queue_of(cli, riddle_id) != queue:
-        assert time.monotonic() < deadline, f"{riddle_id} did not reach {queue}/"
-        time.sleep(0.05)
 
 
 def _assert_cached(cli: Cli, riddle: dict[str, Any]) -> None:
