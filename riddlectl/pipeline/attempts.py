@@ -234,10 +234,12 @@ class _Batch:
             self.group.append(move)  # after: a slow handler's `give_back` made a new group
             if index + 1 < len(self.claims):
                 # Dying on the next one is not this one's fault: marked handled, and, when
-                # nothing comes between, the next one begun in the same step.
+                # nothing comes between, the next one begun in the same step. When the
+                # group's window has passed, its commit comes first and ends the claim
+                # instead, as at the end of a batch: dying during that commit is charged
+                # to the riddle being committed, as there.
                 following = self.claims[index + 1]
                 if time.monotonic() - self.opened > GROUP_WINDOW:
-                    self.spool.handled(claim)
                     self.flush()
                 elif following.open and not (stop is not None and stop.is_set()):
                     self.spool.hand_over(claim, following)

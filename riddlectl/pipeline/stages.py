@@ -162,13 +162,20 @@ def _take_usage(answer: dict[str, Any], handler: NamedHandler, into: dict[str, A
 
 def extract(riddle: Riddle, ctx: StageContext) -> Outcome:
     if riddle.status.extract.required:
-        for index, item in enumerate(riddle.data):
-            item.file_extracted = _extract_item(riddle, index, item, ctx)
+        wanted = (
+            _extraction_of(riddle, index, item, ctx) for index, item in enumerate(riddle.data)
+        )
+        references = ctx.store.get_or_make_many(wanted)
+        for item, reference in zip(riddle.data, references, strict=True):
+            item.file_extracted = reference
         riddle.status.extract.finished = True
     return Outcome(riddle, route(riddle, EXTRACT.name))
 
 
-def _extract_item(riddle: Riddle, index: int, item: DataItem, ctx: StageContext) -> str:
+def _extraction_of(
+    riddle: Riddle, index: int, item: DataItem, ctx: StageContext
+) -> tuple[str, Callable[[], dict[str, Any]]]:
+    """The cache key of one item's extraction, and how to make it when the cache lacks it."""
     where, field_name = riddle.id or "riddle", f"data[{index}].file_plain"
     # A file whose content the spool keeps was read by these same rules at submit: its
     # digest names the extraction, and the file is looked at only to make it.
@@ -213,7 +220,7 @@ def _extract_item(riddle: Riddle, index: int, item: DataItem, ctx: StageContext)
         found = _answer(call(handler, job), handler)
         return envelope(read(), handler.name, version, found)
 
-    return ctx.store.get_or_make(key, make)
+    return key, make
 
 
 def load_extractions(riddle: Riddle, ctx: StageContext) -> list[dict[str, Any] | None]:

@@ -19,7 +19,7 @@ import os
 import re
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import orjson
@@ -70,6 +70,14 @@ class ExtractionCache(abc.ABC):
         """The extraction's reference, calling `make` only when the cache lacks it (once
         for any number of callers asking at the same time). `TimeoutError` when another
         agent has been making it for too long."""
+
+    def get_or_make_many(
+        self, wanted: Iterable[tuple[str, Callable[[], dict[str, Any]]]]
+    ) -> list[str]:
+        """`get_or_make` of each (key, make) of `wanted`, in order. Here one at a time,
+        so that an iterator's items (and the content they hold) come one by one; a cache
+        kept elsewhere takes them all first and looks for them in one query."""
+        return [self.get_or_make(key, make) for key, make in wanted]
 
     @abc.abstractmethod
     def load(self, reference: str | None) -> dict[str, Any] | None:

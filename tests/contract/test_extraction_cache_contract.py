@@ -30,6 +30,27 @@ def test_an_extraction_is_made_once_and_read_by_its_reference(spool: Spool) -> N
     assert cache.load(cache.reference(cache.key(b"other", "text", "1"))) is None
 
 
+def test_many_at_once_makes_only_what_is_missing_once_each_in_order(spool: Spool) -> None:
+    cache = spool.extractions
+    old, new = cache.key(b"a = 1\n", "text", "1"), cache.key(b"b = 2\n", "text", "1")
+    made: list[str] = []
+
+    def maker(name: str) -> Any:
+        def make() -> dict[str, Any]:
+            made.append(name)
+            return {"extractor": "text", "variables": {name: "1"}}
+
+        return make
+
+    cache.get_or_make(old, maker("a"))
+    references = cache.get_or_make_many(
+        iter([(new, maker("b")), (old, maker("a")), (new, maker("b"))])
+    )
+    assert references == [cache.reference(new), cache.reference(old), cache.reference(new)]
+    assert made == ["a", "b"]  # the old one was there; the new one made once
+    assert cache.load(cache.reference(new)) == {"extractor": "text", "variables": {"b": "1"}}
+
+
 def test_keys_tell_content_and_extractor_apart(spool: Spool) -> None:
     cache = spool.extractions
     keys = {

@@ -13,9 +13,11 @@ claim of a riddle in the inbox of solve or validate brings the bodies of its cac
 extractions with it (`claims.EXTRACTIONS`), and a body kept from before for a key it
 brings none of is forgotten; `dropped` fetches those it was not told of. Either way the
 bodies are kept (`_fetched`), so that a riddle's extractions cost no query of their own
-in the usual case, one at most otherwise. Keys name content, so a kept body is never
-wrong to load; as the answer to `dropped` it is taken only for a short while
-(`FETCHED_TRUSTED`): after that, the database, which is the truth, is asked again.
+in the usual case, one at most otherwise. Extract looks for all of a riddle's keys in one
+query (`get_or_make_many`), and makes those it lacks one by one, each under its lock.
+Keys name content, so a kept body is never wrong to load; as the answer to `dropped` it
+is taken only for a short while (`FETCHED_TRUSTED`): after that, the database, which is
+the truth, is asked again.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import hashlib
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import orjson
@@ -61,6 +63,21 @@ class PgExtractionCache(ExtractionCache):
             if not self._has(key):
                 self._make(key, make)
         return reference
+
+    def get_or_make_many(
+        self, wanted: Iterable[tuple[str, Callable[[], dict[str, Any]]]]
+    ) -> list[str]:
+        wanted = list(wanted)
+        keys = sorted({key for key, _ in wanted})
+        with self.db.session() as conn:
+            rows = conn.execute(
+                "SELECT key FROM extractions WHERE key = ANY(%b::text[])", (keys,)
+            ).fetchall()
+        found = {key for (key,) in rows}
+        return [
+            self.reference(key) if key in found else self.get_or_make(key, make)
+            for key, make in wanted
+        ]
 
     def _make(self, key: str, make: Callable[[], dict[str, Any]]) -> None:
         conn = self._lock(key)
