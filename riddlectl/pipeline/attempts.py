@@ -235,19 +235,20 @@ class _Batch:
             if index + 1 < len(self.claims):
                 # Dying on the next one is not this one's fault: marked handled, and, when
                 # nothing comes between, the next one begun in the same step. When the
-                # group's window has passed, its commit comes first and ends the claim
-                # instead, as at the end of a batch: dying during that commit is charged
-                # to the riddle being committed, as there.
+                # group's window has passed, its commit ends the claim instead (and begins
+                # the next one), as at the end of a batch: dying before that commit is
+                # charged to the riddle being committed, as there.
                 following = self.claims[index + 1]
+                going_on = following.open and not (stop is not None and stop.is_set())
                 if time.monotonic() - self.opened > GROUP_WINDOW:
-                    self.flush()
-                elif following.open and not (stop is not None and stop.is_set()):
+                    self.flush(following if going_on else None)
+                elif going_on:
                     self.spool.hand_over(claim, following)
                 else:
                     self.spool.handled(claim)
         self.flush()
 
-    def flush(self) -> None:
+    def flush(self, following: Claim | None = None) -> None:
         group, self.group = self.group, []
         wanted: list[Move] = []
         if self.carried is not None:
@@ -256,7 +257,7 @@ class _Batch:
                     move.claim.keep = True
                     wanted.append(move)
         try:
-            self.stored += self.attempts.ledger.commit(group)
+            self.stored += self.attempts.ledger.commit(group, following)
         except BaseException:
             self._unkeep(wanted)
             self.group = [m for m in group if m.claim.open] + self.group

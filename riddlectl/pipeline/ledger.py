@@ -129,8 +129,10 @@ class Ledger:
         )
         return Move(claim, riddle, to, [*notes, event], stage)
 
-    def commit(self, moves: Sequence[Move]) -> list[Riddle]:
-        """Store prepared moves as one group, then log their events and resume parents.
+    def commit(self, moves: Sequence[Move], following: Claim | None = None) -> list[Riddle]:
+        """Store prepared moves as one group, then log their events and resume parents;
+        with `following`, the next claim of the batch is begun in the same step where the
+        spool can (`Spool.commit_and_begin`).
 
         The events are held in the journal while the group is committed (see `events`),
         so that a death before they reach the log loses none of them. Moves the spool
@@ -143,7 +145,12 @@ class Ledger:
             events = [event for move in moves for event in move.events]
             try:
                 with self.events.committing(events, self.committed):
-                    stored = self.spool.commit_many([(m.claim, m.riddle, m.to) for m in moves])
+                    triples = [(m.claim, m.riddle, m.to) for m in moves]
+                    stored = (
+                        self.spool.commit_many(triples)
+                        if following is None
+                        else self.spool.commit_and_begin(triples, following)
+                    )
                 break
             except DocumentTooLarge as exc:
                 # Each pass fits or fails every move refused, so the second one stores them.

@@ -316,6 +316,14 @@ class Spool(abc.ABC):
         than `limit_for` its destination, unless its claim is `unbounded`."""
         return [self.commit(claim, riddle, to) for claim, riddle, to in moves]
 
+    def commit_and_begin(
+        self, moves: Sequence[tuple[Claim, Riddle, Queue]], following: Claim
+    ) -> list[Riddle]:
+        """`commit_many`, the holder going on to `following`, the next riddle of its batch.
+        A spool that can mark `following` begun in the same step does, and sets
+        `following.begun`; by default it is begun when its handling starts."""
+        return self.commit_many(moves)
+
     def limit_for(self, to: Queue) -> int:
         """How large a document may be stored in `to`: the whole limit in `failed/`;
         elsewhere less the room its failure may need (see `Limits`)."""

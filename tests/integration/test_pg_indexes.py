@@ -1,11 +1,11 @@
 """Every query an agent runs on a PostgreSQL spool can be answered from an index.
 
-The statements are not listed here by hand: a real agent workload (submit with data files,
-claims, begin, commits, a claim by id, a release, drop-ins, extractions, the reaper, the
-wake-ups) runs on a real spool while every statement its connections execute is recorded;
-each is then explained with sequential scans priced out (`enable_seqscan = off`), as the
-planner would do on a large table. A plan that still scans one of the spool's tables
-from end to end is a query without an index.
+The statements are not listed here by hand: a real agent workload (submit with data
+files, claims, begin, hand-overs, commits, a claim by id, a release, drop-ins,
+extractions, the reaper, the wake-ups) runs on a real spool while every statement its
+connections execute is recorded; each is then explained with sequential scans priced out
+(`enable_seqscan = off`), as the planner would do on a large table. A plan that still
+scans one of the spool's tables from end to end is a query without an index.
 """
 
 from __future__ import annotations
@@ -65,12 +65,15 @@ def workload(spool: PgSpool, url: str, data_dir: Path) -> None:
     claims = spool.claim(Queue.INCOMING, limit=3)
     spool.begin(claims[0])
     spool.handled(claims[0])
-    spool.commit_many([(c, c.riddle, Queue.EXTRACTED) for c in claims[:2]])
+    spool.hand_over(claims[0], claims[1])
+    spool.commit_and_begin([(claims[0], claims[0].riddle, Queue.EXTRACTED)], claims[1])
+    spool.commit_many([(claims[1], claims[1].riddle, Queue.EXTRACTED)])
     spool.release(claims[2])
     with spool.data_files(spool.require("a")[1], data_dir) as place:
         place.path()
     key = spool.extractions.key(b"x", "text", "1")
     spool.extractions.get_or_make(key, lambda: {"extractor": "text"})
+    spool.extractions.get_or_make_many([(key, lambda: {"extractor": "text"})])
     spool.extractions.load(spool.extractions.reference(key))
     held = spool.claim_id("r3")
     spool.commit(held, held.riddle, Queue.DONE)

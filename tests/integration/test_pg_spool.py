@@ -236,6 +236,29 @@ def test_a_holder_dying_after_a_hand_over_is_charged_to_the_riddle_it_went_on_to
     assert killed_holder(pg_spool, pg_url, HAND_OVER, "a b:True") == ({"a": 0, "b": 1}, ["b"])
 
 
+COMMIT_AND_BEGIN = textwrap.dedent(
+    """
+    import sys, time
+    from riddlectl.spool import open_spool
+    from riddlectl.spool.states import Queue
+    spool = open_spool(sys.argv[1], create=False)
+    first, second = spool.claim_and_begin(Queue.INCOMING, limit=2)
+    spool.commit_and_begin([(first, first.riddle, Queue.EXTRACTED)], second)
+    print(f"{first.riddle.id} {second.riddle.id}:{second.begun}", flush=True)
+    time.sleep(60)
+    """
+)
+
+
+def test_a_holder_dying_after_a_commit_and_begin_is_charged_to_the_riddle_it_went_on_to(
+    pg_spool: PgSpool, pg_url: str
+) -> None:
+    """`commit_and_begin` commits a group and marks the batch's next riddle begun in one
+    statement: the committed one is stored, the next one alone charged."""
+    assert killed_holder(pg_spool, pg_url, COMMIT_AND_BEGIN, "a b:True") == ({"b": 1}, ["b"])
+    assert pg_spool.find("a")[0] is Queue.EXTRACTED
+
+
 def test_a_late_commit_of_a_claim_given_back_is_refused(pg_spool: PgSpool, pg_url: str) -> None:
     pg_spool.add([riddle("a"), riddle("b")])
     cut_off = PgSpool(opened(pg_url).url, actor=Actor("cut"))

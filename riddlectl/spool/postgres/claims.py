@@ -103,6 +103,15 @@ SELECT commit_moves(
 )
 """
 CLAIM_LOST = "RC001"  # the SQLSTATE `commit_moves` raises
+# The commit of a group and `begin` of the batch's next claim, in one round trip: both or
+# neither (a commit refused raises, and the statement is undone).
+COMMIT_AND_BEGIN = (
+    """
+WITH begun AS (
+    UPDATE riddles SET begun = true WHERE id = %(following)s AND token = %(following_token)s
+)"""
+    + COMMIT
+)
 
 RELEASE = """
 UPDATE riddles SET holder = NULL, token = NULL, begun = false, abandoned = 0, dead = NULL

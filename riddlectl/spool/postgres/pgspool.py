@@ -155,6 +155,18 @@ class PgSpool(Reading, Spool):
         return self.commit_many([(claim, riddle, to)])[0]
 
     def commit_many(self, moves: Sequence[tuple[Claim, Riddle, Queue]]) -> list[Riddle]:
+        return self._commit(moves, None)
+
+    def commit_and_begin(
+        self, moves: Sequence[tuple[Claim, Riddle, Queue]], following: Claim
+    ) -> list[Riddle]:
+        stored = self._commit(moves, following)
+        following.begun = True
+        return stored
+
+    def _commit(
+        self, moves: Sequence[tuple[Claim, Riddle, Queue]], following: Claim | None
+    ) -> list[Riddle]:
         stamped = [(claim, stamp(riddle), to) for claim, riddle, to in moves]
         rows = [storing.row(to, riddle) for _, riddle, to in stamped]
         self.refuse_oversize(
@@ -169,8 +181,12 @@ class PgSpool(Reading, Spool):
         params["at"] = time.time()
         params["channel"] = self.url.channel
         params["arrived"] = sorted({to.value for _, _, to in stamped})
+        query = sql.COMMIT
+        if following is not None:
+            query = sql.COMMIT_AND_BEGIN
+            params.update(following=following.riddle.id, following_token=following.token)
         try:
-            self.db.single(sql.COMMIT, params)
+            self.db.single(query, params)
         except psycopg.Error as exc:
             if exc.sqlstate != sql.CLAIM_LOST:
                 raise
