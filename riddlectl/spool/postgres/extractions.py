@@ -54,30 +54,29 @@ class PgExtractionCache(ExtractionCache):
         self._makers: list[psycopg.Connection[tuple[Any, ...]]] = []  # idle, for `_make`
 
     def get_or_make(self, key: str, make: Callable[[], dict[str, Any]]) -> str:
-        reference = self.reference(key)
-        if self._has(key):
-            return reference
-        with self._mutex:
-            making = self._making.setdefault(key, threading.Lock())
-        with making:
-            if not self._has(key):
-                self._make(key, make)
-        return reference
+        if not self._has(key):
+            self._make_once(key, make)
+        return self.reference(key)
 
     def get_or_make_many(
         self, wanted: Iterable[tuple[str, Callable[[], dict[str, Any]]]]
     ) -> list[str]:
         wanted = list(wanted)
-        keys = sorted({key for key, _ in wanted})
-        with self.db.session() as conn:
-            rows = conn.execute(
-                "SELECT key FROM extractions WHERE key = ANY(%b::text[])", (keys,)
-            ).fetchall()
-        found = {key for (key,) in rows}
-        return [
-            self.reference(key) if key in found else self.get_or_make(key, make)
-            for key, make in wanted
-        ]
+        found = self._present([key for key, _ in wanted]) if wanted else set()
+        for key, make in wanted:
+            if key not in found:
+                self._make_once(key, make)
+                found.add(key)
+        return [self.reference(key) for key, _ in wanted]
+
+    def _make_once(self, key: str, make: Callable[[], dict[str, Any]]) -> None:
+        """Make `key`'s extraction, found missing, unless a maker of this process or of
+        another made it meanwhile."""
+        with self._mutex:
+            making = self._making.setdefault(key, threading.Lock())
+        with making:
+            if not self._has(key):
+                self._make(key, make)
 
     def _make(self, key: str, make: Callable[[], dict[str, Any]]) -> None:
         conn = self._lock(key)
@@ -140,9 +139,15 @@ class PgExtractionCache(ExtractionCache):
             conn.close()
 
     def _has(self, key: str) -> bool:
+        return key in self._present([key])
+
+    def _present(self, keys: Sequence[str]) -> set[str]:
+        """Those of `keys` the cache holds, in one query."""
         with self.db.session() as conn:
-            found = conn.execute("SELECT 1 FROM extractions WHERE key = %s", (key,)).fetchone()
-        return found is not None
+            rows = conn.execute(
+                "SELECT key FROM extractions WHERE key = ANY(%b::text[])", (sorted(set(keys)),)
+            ).fetchall()
+        return {key for (key,) in rows}
 
     def _body(self, key: str) -> bytes | None:
         with self.db.session() as conn:
